@@ -1,0 +1,46 @@
+# orch — see README.md. Everything runs as root on Debian 12.
+SHELL := /bin/bash
+GO ?= go
+VERSION ?= v0.1.0-dev
+COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+BUILD_DATE := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+K8S_VERSION := v1.37.2
+GIT_VERSION := $(K8S_VERSION)+orch.$(VERSION)
+PKG_VERSION := orch/internal/version
+LDFLAGS := -s -w \
+	-X $(PKG_VERSION).Version=$(VERSION) -X $(PKG_VERSION).GitCommit=$(COMMIT) -X $(PKG_VERSION).BuildDate=$(BUILD_DATE) \
+	$(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+		-X $(p).gitVersion=$(GIT_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=37 \
+		-X $(p).gitCommit=$(COMMIT) -X $(p).gitTreeState=clean -X $(p).buildDate=$(BUILD_DATE))
+BIN := bin/orch
+DATA_DIR ?= /var/lib/orch
+
+.PHONY: build run test check bench clean deps
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
+
+# make run: build and start a one-node cluster with the embedded defaults.
+run: build
+	$(BIN) server --data-dir $(DATA_DIR)
+
+deps:
+	bash scripts/test-deps.sh
+
+# make test: every test (unit, integration on real etcd, end to end with the
+# real kubectl), with the race detector.
+test: deps build
+	ORCH_BIN=$(CURDIR)/$(BIN) $(GO) test -race -timeout 20m -count=1 ./...
+
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	@cp go.mod /tmp/orch-go.mod.bak; cp go.sum /tmp/orch-go.sum.bak; $(GO) mod tidy; \
+	  if ! diff -q go.mod /tmp/orch-go.mod.bak >/dev/null || ! diff -q go.sum /tmp/orch-go.sum.bak >/dev/null; then \
+	    cp /tmp/orch-go.mod.bak go.mod; cp /tmp/orch-go.sum.bak go.sum; echo "go mod tidy changes go.mod/go.sum: run it and commit"; exit 1; fi
+
+bench: build
+	ORCH_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./internal/e2e/bench/...
+
+clean:
+	rm -rf bin

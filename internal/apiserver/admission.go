@@ -1,0 +1,118 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// admitCreate runs the built-in admission steps for a new object: namespace
+// lifecycle, and cluster IP and node port allocation for services.
+func (s *Server) admitCreate(ctx context.Context, rs *resourceStore, obj runtime.Object, dryRun bool) error {
+	if err := s.checkNamespace(ctx, rs, obj); err != nil {
+		return err
+	}
+	if svc, ok := obj.(*corev1.Service); ok {
+		return s.allocateService(ctx, rs, svc, nil, dryRun)
+	}
+	return nil
+}
+
+// admitUpdate allocates what an updated service newly needs.
+func (s *Server) admitUpdate(ctx context.Context, rs *resourceStore, obj, old runtime.Object, dryRun bool) error {
+	if svc, ok := obj.(*corev1.Service); ok {
+		return s.allocateService(ctx, rs, svc, old.(*corev1.Service), dryRun)
+	}
+	return nil
+}
+
+// allocateService reserves the cluster IP and node ports svc needs and old
+// (nil on create) did not have; a dry run reserves nothing.
+func (s *Server) allocateService(ctx context.Context, rs *resourceStore, svc, old *corev1.Service, dryRun bool) error {
+	owner := svc.Namespace + "/" + svc.Name
+	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		svc.Spec.ClusterIPs = []string{corev1.ClusterIPNone}
+	}
+	if !needsNodePorts(svc) && svc.Spec.Type == corev1.ServiceTypeClusterIP {
+		for i := range svc.Spec.Ports {
+			svc.Spec.Ports[i].NodePort = 0
+		}
+	}
+	if dryRun {
+		return nil
+	}
+	var reserved []string
+	fail := func(err error) error {
+		for _, key := range reserved {
+			s.alloc.release(ctx, key)
+		}
+		return asInvalid(rs, svc.Name, err)
+	}
+	if needsClusterIP(svc) && (old == nil || !needsClusterIP(old)) {
+		ip, err := s.alloc.clusterIP(ctx, svc.Spec.ClusterIP, owner, field.NewPath("spec", "clusterIP"))
+		if err != nil {
+			return fail(err)
+		}
+		reserved = append(reserved, clusterIPPrefix+ip)
+		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = ip, []string{ip}
+	}
+	if !needsNodePorts(svc) {
+		return nil
+	}
+	held := map[int32]bool{}
+	if old != nil && needsNodePorts(old) {
+		for _, p := range old.Spec.Ports {
+			held[p.NodePort] = true
+		}
+	}
+	for i := range svc.Spec.Ports {
+		port := &svc.Spec.Ports[i]
+		if port.NodePort != 0 && held[port.NodePort] {
+			continue
+		}
+		np, err := s.alloc.nodePort(ctx, port.NodePort, owner, field.NewPath("spec", "ports").Index(i).Child("nodePort"))
+		if err != nil {
+			return fail(err)
+		}
+		reserved = append(reserved, nodePortPrefix+strconv.Itoa(int(np)))
+		port.NodePort = np
+	}
+	return nil
+}
+
+// releaseOnFailure gives back what admitCreate reserved for an object that
+// was then not stored.
+func (s *Server) releaseOnFailure(ctx context.Context, rs *resourceStore, obj runtime.Object, dryRun bool) {
+	if !dryRun {
+		s.releaseResources(ctx, rs, obj)
+	}
+}
+
+// releaseResources gives back a deleted service's IP and node ports.
+func (s *Server) releaseResources(ctx context.Context, rs *resourceStore, obj runtime.Object) {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return
+	}
+	if svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		s.alloc.release(ctx, clusterIPPrefix+svc.Spec.ClusterIP)
+	}
+	for _, p := range svc.Spec.Ports {
+		if p.NodePort != 0 {
+			s.alloc.release(ctx, nodePortPrefix+strconv.Itoa(int(p.NodePort)))
+		}
+	}
+}
+
+func asInvalid(rs *resourceStore, name string, err error) error {
+	var fe *field.Error
+	if errors.As(err, &fe) {
+		return apierrors.NewInvalid(rs.gvk.GroupKind(), name, field.ErrorList{fe})
+	}
+	return err
+}

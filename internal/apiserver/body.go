@@ -1,0 +1,101 @@
+package apiserver
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// maxBodyBytes is the largest request body the server reads (as upstream: 3 MiB).
+const maxBodyBytes = 3 * 1024 * 1024
+
+// readBody reads the whole request body, refusing bodies over maxBodyBytes.
+func readBody(r *http.Request) ([]byte, error) {
+	data, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d bytes", maxBodyBytes))
+	}
+	if err != nil {
+		return nil, badRequest("cannot read the request body: %v", err)
+	}
+	return data, nil
+}
+
+// fieldValidation reads the fieldValidation query parameter (default Warn,
+// as upstream).
+func fieldValidation(r *http.Request) (string, error) {
+	v := r.URL.Query().Get("fieldValidation")
+	switch v {
+	case "":
+		return metav1.FieldValidationWarn, nil
+	case metav1.FieldValidationIgnore, metav1.FieldValidationWarn, metav1.FieldValidationStrict:
+		return v, nil
+	}
+	return "", badRequest("fieldValidation must be one of Ignore, Warn or Strict, not %q", v)
+}
+
+// decodeObject decodes a request body into a new object of the resource,
+// reporting unknown and duplicate fields per the fieldValidation directive:
+// an error for Strict, warnings for Warn.
+func (s *Server) decodeObject(r *http.Request, rs *resourceStore, data []byte) (runtime.Object, []string, error) {
+	mediaType, info, err := s.codecs.decoderFor(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	validation, err := fieldValidation(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	decoder := info.Serializer
+	switch {
+	case mediaType == mediaJSON && validation != metav1.FieldValidationIgnore:
+		decoder = s.codecs.strictJSON
+	case mediaType == mediaYAML && validation != metav1.FieldValidationIgnore:
+		decoder = s.codecs.strictYAML
+	}
+	return s.decodeWith(decoder, rs, data, validation)
+}
+
+func (s *Server) decodeWith(decoder runtime.Decoder, rs *resourceStore, data []byte, validation string) (runtime.Object, []string, error) {
+	if len(data) == 0 {
+		return nil, nil, badRequest("the request body is empty: send a %s", rs.res.Kind)
+	}
+	obj, gvk, err := decoder.Decode(data, &rs.gvk, rs.res.New())
+	var warnings []string
+	if err != nil {
+		strict, isStrict := runtime.AsStrictDecodingError(err)
+		switch {
+		case !isStrict:
+			return nil, nil, badRequest("the request body cannot be decoded as a %s: %v", rs.gvk.Kind, err)
+		case validation == metav1.FieldValidationStrict:
+			return nil, nil, badRequest("%v", strict)
+		case validation == metav1.FieldValidationWarn:
+			for _, e := range strict.Errors() {
+				warnings = append(warnings, e.Error())
+			}
+		}
+	}
+	if gvk != nil && *gvk != rs.gvk {
+		return nil, nil, badRequest("the body is a %s but this endpoint takes %s (apiVersion %s)", gvk.String(), rs.gvk.Kind, rs.gvk.GroupVersion())
+	}
+	return obj, warnings, nil
+}
+
+// addWarnings sends warnings as Warning headers, as upstream does.
+func addWarnings(w http.ResponseWriter, warnings []string) {
+	for _, msg := range warnings {
+		w.Header().Add("Warning", fmt.Sprintf("299 - %q", msg))
+	}
+}
+
+// decodeParams reads ListOptions, DeleteOptions and the like from the query.
+func (s *Server) decodeParams(r *http.Request, into runtime.Object) error {
+	return s.codecs.params.DecodeParameters(r.URL.Query(), schema.GroupVersion{Version: "v1"}, into)
+}

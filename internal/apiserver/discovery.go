@@ -1,0 +1,115 @@
+package apiserver
+
+import (
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var allVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+// serveDiscovery answers /api, /apis, /api/v1, /apis/GROUP and
+// /apis/GROUP/VERSION; false when the path is none of these.
+func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	parts := splitPath(r.URL.Path)
+	switch {
+	case len(parts) == 1 && parts[0] == "api":
+		s.respond(w, r, http.StatusOK, &metav1.APIVersions{Versions: []string{"v1"},
+			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: serverAddress(r)}}})
+	case len(parts) == 1 && parts[0] == "apis":
+		s.respond(w, r, http.StatusOK, s.groupList())
+	case len(parts) == 2 && parts[0] == "api" && parts[1] == "v1":
+		return s.respondResources(w, r, schema.GroupVersion{Version: "v1"})
+	case len(parts) == 2 && parts[0] == "apis":
+		for _, g := range s.groupList().Groups {
+			if g.Name == parts[1] {
+				s.respond(w, r, http.StatusOK, &g)
+				return true
+			}
+		}
+		return false
+	case len(parts) == 3 && parts[0] == "apis":
+		return s.respondResources(w, r, schema.GroupVersion{Group: parts[1], Version: parts[2]})
+	default:
+		return false
+	}
+	return true
+}
+
+func serverAddress(r *http.Request) string {
+	host := r.Host
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		host = net.JoinHostPort(host, "443")
+	}
+	return host
+}
+
+func (s *Server) groupList() *metav1.APIGroupList {
+	list := &metav1.APIGroupList{}
+	index := map[string]int{}
+	for _, g := range s.groups {
+		if g.gv.Group == "" {
+			continue
+		}
+		gvd := metav1.GroupVersionForDiscovery{GroupVersion: g.gv.String(), Version: g.gv.Version}
+		if i, ok := index[g.gv.Group]; ok {
+			list.Groups[i].Versions = append(list.Groups[i].Versions, gvd)
+			continue
+		}
+		index[g.gv.Group] = len(list.Groups)
+		list.Groups = append(list.Groups, metav1.APIGroup{Name: g.gv.Group, Versions: []metav1.GroupVersionForDiscovery{gvd}, PreferredVersion: gvd})
+	}
+	return list
+}
+
+func (s *Server) respondResources(w http.ResponseWriter, r *http.Request, gv schema.GroupVersion) bool {
+	for _, g := range s.groups {
+		if g.gv == gv {
+			s.respond(w, r, http.StatusOK, resourceList(g))
+			return true
+		}
+	}
+	return false
+}
+
+func resourceList(g apiGroup) *metav1.APIResourceList {
+	list := &metav1.APIResourceList{GroupVersion: g.gv.String()}
+	for _, rs := range g.resources {
+		res := rs.res
+		list.APIResources = append(list.APIResources, metav1.APIResource{
+			Name: res.Resource, SingularName: res.SingularName, Namespaced: res.Namespaced, Kind: res.Kind,
+			Verbs: allVerbs, ShortNames: res.ShortNames, Categories: res.Categories,
+		})
+		sub := func(name, kind string, verbs metav1.Verbs, gv *schema.GroupVersion) {
+			ar := metav1.APIResource{Name: res.Resource + "/" + name, Namespaced: res.Namespaced, Kind: kind, Verbs: verbs}
+			if gv != nil {
+				ar.Group, ar.Version = gv.Group, gv.Version
+			}
+			list.APIResources = append(list.APIResources, ar)
+		}
+		if res.HasStatus {
+			sub("status", res.Kind, metav1.Verbs{"get", "patch", "update"}, nil)
+		}
+		if res.Scale != nil {
+			sub("scale", "Scale", metav1.Verbs{"get", "patch", "update"}, &schema.GroupVersion{Group: "autoscaling", Version: "v1"})
+		}
+		switch res.Resource {
+		case "pods":
+			sub("binding", "Binding", metav1.Verbs{"create"}, nil)
+			sub("eviction", "Eviction", metav1.Verbs{"create"}, &schema.GroupVersion{Group: "policy", Version: "v1"})
+		case "namespaces":
+			sub("finalize", "Namespace", metav1.Verbs{"update"}, nil)
+		}
+	}
+	sort.SliceStable(list.APIResources, func(i, j int) bool {
+		return strings.Split(list.APIResources[i].Name, "/")[0] < strings.Split(list.APIResources[j].Name, "/")[0]
+	})
+	return list
+}

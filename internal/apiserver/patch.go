@@ -1,0 +1,154 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"mime"
+	"net/http"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"sigs.k8s.io/yaml"
+)
+
+func (s *Server) patch(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore, subresource string) {
+	wr, err := parseWriteRequest(r)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	patchType, err := patchTypeOf(r)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	validation, err := fieldValidation(r)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	data, err := readBody(r)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	if patchType == types.ApplyYAMLPatchType && r.URL.Query().Get("fieldManager") == "" {
+		s.respondError(w, r, badRequest("fieldManager is required for apply requests"), rs.gr, info.Name)
+		return
+	}
+	force := isTrue(r.URL.Query().Get("force"))
+	var warnings []string
+	mutate := func(old runtime.Object) (runtime.Object, error) {
+		obj, warns, err := s.applyPatch(rs, patchType, old, data, validation, wr.manager, force)
+		warnings = warns
+		return obj, err
+	}
+	unconditional := !bytes.Contains(data, []byte(`"resourceVersion"`)) && !bytes.Contains(data, []byte("resourceVersion:"))
+	code := http.StatusOK
+	result, err := s.retryUpdate(r.Context(), rs, info, unconditional, mutate, subresource, wr)
+	if apierrors.IsNotFound(err) && patchType == types.ApplyYAMLPatchType && subresource == "" {
+		result, err = s.applyCreate(r.Context(), rs, info, data, wr, force)
+		code = http.StatusCreated
+	}
+	addWarnings(w, warnings)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	s.respond(w, r, code, result)
+}
+
+func patchTypeOf(r *http.Request) (types.PatchType, error) {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch pt := types.PatchType(mt); pt {
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
+		return pt, nil
+	case types.ApplyCBORPatchType:
+		return "", statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, "CBOR apply patches are not supported: send application/apply-patch+yaml")
+	}
+	return "", statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
+		"the patch content type "+r.Header.Get("Content-Type")+" is not supported: use application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json or application/apply-patch+yaml")
+}
+
+// applyPatch returns the stored object with the patch applied.
+func (s *Server) applyPatch(rs *resourceStore, pt types.PatchType, old runtime.Object, patch []byte, validation, manager string, force bool) (runtime.Object, []string, error) {
+	if pt == types.ApplyYAMLPatchType {
+		applied, err := decodeApply(patch)
+		if err != nil {
+			return nil, nil, err
+		}
+		obj, err := s.fields.apply(rs, old, applied, manager, force)
+		return obj, nil, err
+	}
+	var buf bytes.Buffer
+	if err := s.codecs.json.Encode(old, &buf); err != nil {
+		return nil, nil, err
+	}
+	current := buf.Bytes()
+	var patched []byte
+	var err error
+	switch pt {
+	case types.JSONPatchType:
+		var p jsonpatch.Patch
+		if p, err = jsonpatch.DecodePatch(patch); err != nil {
+			return nil, nil, badRequest("the JSON patch is not valid: %v", err)
+		}
+		if patched, err = p.Apply(current); err != nil {
+			return nil, nil, unprocessable("the JSON patch cannot be applied: %v", err)
+		}
+	case types.MergePatchType:
+		if patched, err = jsonpatch.MergePatch(current, patch); err != nil {
+			return nil, nil, badRequest("the merge patch is not valid JSON: %v", err)
+		}
+	case types.StrategicMergePatchType:
+		if patched, err = strategicpatch.StrategicMergePatch(current, patch, rs.res.New()); err != nil {
+			return nil, nil, badRequest("the strategic merge patch cannot be applied: %v", err)
+		}
+	}
+	decoder := runtime.Decoder(s.codecs.strictJSON)
+	if validation == metav1.FieldValidationIgnore {
+		decoder = s.codecs.json
+	}
+	return s.decodeWith(decoder, rs, patched, validation)
+}
+
+// applyCreate is server-side apply of an object that does not exist yet.
+func (s *Server) applyCreate(ctx context.Context, rs *resourceStore, info requestInfo, patch []byte, wr writeRequest, force bool) (runtime.Object, error) {
+	applied, err := decodeApply(patch)
+	if err != nil {
+		return nil, err
+	}
+	empty := rs.res.New()
+	accessor := mustAccessor(empty)
+	accessor.SetName(info.Name)
+	accessor.SetNamespace(info.Namespace)
+	empty.GetObjectKind().SetGroupVersionKind(rs.gvk)
+	obj, err := s.fields.apply(rs, empty, applied, wr.manager, force)
+	if err != nil {
+		return nil, err
+	}
+	return s.createObject(ctx, rs, info.Namespace, obj, writeRequest{manager: wr.manager, dryRun: wr.dryRun, keepManagedFields: true})
+}
+
+func decodeApply(patch []byte) (*unstructured.Unstructured, error) {
+	var content map[string]interface{}
+	if err := yaml.Unmarshal(patch, &content); err != nil {
+		return nil, badRequest("the apply patch is not valid YAML or JSON: %v", err)
+	}
+	if content == nil {
+		return nil, badRequest("the apply patch is empty")
+	}
+	return &unstructured.Unstructured{Object: content}, nil
+}
+
+func unprocessable(format string, args ...any) error {
+	err := badRequest(format, args...).(*apierrors.StatusError)
+	err.ErrStatus.Code = http.StatusUnprocessableEntity
+	err.ErrStatus.Reason = metav1.StatusReasonInvalid
+	return err
+}

@@ -1,0 +1,91 @@
+// Package all lists every resource the apiserver serves.
+package all
+
+import (
+	"orch/internal/apiserver/registry"
+	"orch/internal/apiserver/registry/clusterrolebindings"
+	"orch/internal/apiserver/registry/clusterroles"
+	"orch/internal/apiserver/registry/configmaps"
+	"orch/internal/apiserver/registry/controllerrevisions"
+	"orch/internal/apiserver/registry/cronjobs"
+	"orch/internal/apiserver/registry/csidrivers"
+	"orch/internal/apiserver/registry/csinodes"
+	"orch/internal/apiserver/registry/daemonsets"
+	"orch/internal/apiserver/registry/deployments"
+	"orch/internal/apiserver/registry/endpoints"
+	"orch/internal/apiserver/registry/endpointslices"
+	"orch/internal/apiserver/registry/events"
+	"orch/internal/apiserver/registry/eventsk8sio"
+	"orch/internal/apiserver/registry/horizontalpodautoscalers"
+	"orch/internal/apiserver/registry/ingressclasses"
+	"orch/internal/apiserver/registry/ingresses"
+	"orch/internal/apiserver/registry/jobs"
+	"orch/internal/apiserver/registry/leases"
+	"orch/internal/apiserver/registry/limitranges"
+	"orch/internal/apiserver/registry/namespaces"
+	"orch/internal/apiserver/registry/networkpolicies"
+	"orch/internal/apiserver/registry/nodes"
+	"orch/internal/apiserver/registry/persistentvolumeclaims"
+	"orch/internal/apiserver/registry/persistentvolumes"
+	"orch/internal/apiserver/registry/poddisruptionbudgets"
+	"orch/internal/apiserver/registry/pods"
+	"orch/internal/apiserver/registry/podtemplates"
+	"orch/internal/apiserver/registry/priorityclasses"
+	"orch/internal/apiserver/registry/replicasets"
+	"orch/internal/apiserver/registry/replicationcontrollers"
+	"orch/internal/apiserver/registry/resourcequotas"
+	"orch/internal/apiserver/registry/rolebindings"
+	"orch/internal/apiserver/registry/roles"
+	"orch/internal/apiserver/registry/secrets"
+	"orch/internal/apiserver/registry/serviceaccounts"
+	"orch/internal/apiserver/registry/services"
+	"orch/internal/apiserver/registry/statefulsets"
+	"orch/internal/apiserver/registry/storageclasses"
+	"orch/internal/apiserver/registry/volumeattachments"
+)
+
+// Resources is every resource the apiserver serves, in discovery order:
+// core/v1 first, then the groups in upstream's order.
+func Resources() []registry.Resource {
+	return []registry.Resource{
+		namespaces.Resource(),
+		pods.Resource(),
+		services.Resource(),
+		endpoints.Resource(),
+		configmaps.Resource(),
+		secrets.Resource(),
+		serviceaccounts.Resource(),
+		nodes.Resource(),
+		events.Resource(),
+		persistentvolumes.Resource(),
+		persistentvolumeclaims.Resource(),
+		resourcequotas.Resource(),
+		limitranges.Resource(),
+		podtemplates.Resource(),
+		replicationcontrollers.Resource(),
+		deployments.Resource(),
+		replicasets.Resource(),
+		statefulsets.Resource(),
+		daemonsets.Resource(),
+		controllerrevisions.Resource(),
+		eventsk8sio.Resource(),
+		horizontalpodautoscalers.Resource(),
+		jobs.Resource(),
+		cronjobs.Resource(),
+		ingresses.Resource(),
+		ingressclasses.Resource(),
+		networkpolicies.Resource(),
+		poddisruptionbudgets.Resource(),
+		roles.Resource(),
+		rolebindings.Resource(),
+		clusterroles.Resource(),
+		clusterrolebindings.Resource(),
+		storageclasses.Resource(),
+		csidrivers.Resource(),
+		csinodes.Resource(),
+		volumeattachments.Resource(),
+		priorityclasses.Resource(),
+		leases.Resource(),
+		endpointslices.Resource(),
+	}
+}

@@ -1,0 +1,105 @@
+// Package registry describes each resource the apiserver serves: its names, its Go
+// types, and its strategy (defaulting, validation, table columns, selectable
+// fields). The generic REST handlers in internal/apiserver do the rest; one
+// sub-package per resource fills in a Resource.
+package registry
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Resource is everything the generic handlers need to know about one resource.
+// Function fields may be nil: nil means "nothing to do" (no defaults, no extra
+// validation, default table, only metadata field selectors).
+type Resource struct {
+	// GroupVersion and names, as they appear in discovery.
+	GroupVersion schema.GroupVersion
+	Resource     string // plural, lower case: "deployments"
+	Kind         string // "Deployment"
+	SingularName string // "deployment"
+	Namespaced   bool
+	ShortNames   []string
+	Categories   []string
+
+	// New and NewList return empty typed objects (&appsv1.Deployment{}, &appsv1.DeploymentList{}).
+	New     func() runtime.Object
+	NewList func() runtime.Object
+
+	// HasStatus means the resource has a status subresource: the main resource
+	// ignores status changes, /status ignores everything but status, and
+	// metadata.generation is bumped when anything other than metadata and status changes.
+	HasStatus bool
+	// Scale, when set, serves the scale subresource (autoscaling/v1 Scale).
+	Scale *ScaleAccessor
+
+	// Default applies upstream defaulting (SetDefaults_*) in place. It runs on
+	// create, update and patch, before validation.
+	Default func(obj runtime.Object)
+	// PrepareForCreate adjusts a new object before validation (e.g. resets status,
+	// sets pod phase Pending). Generic metadata (uid, timestamps, generation) is
+	// handled by the caller.
+	PrepareForCreate func(obj runtime.Object)
+	// PrepareForUpdate adjusts an updated object given the stored one (e.g. keeps
+	// fields only the server sets). Status preservation is generic (HasStatus).
+	PrepareForUpdate func(obj, old runtime.Object)
+	// Validate checks a new object; ObjectMeta (name, namespace, labels,
+	// annotations) is validated generically by the caller.
+	Validate func(obj runtime.Object) field.ErrorList
+	// ValidateUpdate checks an update against the stored object (immutable fields).
+	// Validate also runs on updates; this adds only update-specific checks.
+	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+	// NameValidation says which rule metadata.name follows; the zero value is
+	// DNS-1123 subdomain, as for most upstream resources.
+	NameValidation NameRule
+
+	// Columns and Row produce the server-side table kubectl prints. Row returns
+	// the cells for one object, the name first, in the order of Columns. Columns
+	// with Priority 1 are the ones `-o wide` adds.
+	Columns []metav1.TableColumnDefinition
+	Row     func(obj runtime.Object, now time.Time) []interface{}
+
+	// SelectableFields returns the field-selector fields beyond metadata.name and
+	// metadata.namespace (e.g. spec.nodeName for pods).
+	SelectableFields func(obj runtime.Object) fields.Set
+}
+
+// NameRule is a rule that metadata.name must follow.
+type NameRule int
+
+const (
+	// NameSubdomain is a DNS-1123 subdomain (most resources).
+	NameSubdomain NameRule = iota
+	// NameLabel is a DNS-1123 label (namespaces, services).
+	NameLabel
+	// NamePathSegment is any string that is safe as a path segment (rbac, ...).
+	NamePathSegment
+	// NameLabel1035 is a DNS-1035 label (services).
+	NameLabel1035
+)
+
+// ScaleAccessor reads and writes the replica count of a scalable resource.
+type ScaleAccessor struct {
+	// SpecReplicas returns spec.replicas (upstream default 1 when unset).
+	SpecReplicas func(obj runtime.Object) int32
+	// SetSpecReplicas sets spec.replicas.
+	SetSpecReplicas func(obj runtime.Object, replicas int32)
+	// StatusReplicas returns status.replicas.
+	StatusReplicas func(obj runtime.Object) int32
+	// Selector returns the label selector in its string form for status.selector.
+	Selector func(obj runtime.Object) string
+}
+
+// Age formats the time since t like kubectl does (e.g. "5m", "3d4h").
+func Age(t metav1.Time, now time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now.Sub(t.Time))
+}

@@ -1,0 +1,82 @@
+// Package registrytest has helpers for the tests of registry entries: a
+// compact form of validation errors to compare against, and a check that a
+// table row fits its columns.
+package registrytest
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"orch/internal/apiserver/registry"
+)
+
+// Errors renders errs as "Type field" strings, e.g. "FieldValueRequired spec.selector".
+func Errors(errs field.ErrorList) []string {
+	out := []string{}
+	for _, e := range errs {
+		out = append(out, string(e.Type)+" "+e.Field)
+	}
+	return out
+}
+
+// ExpectErrors fails t unless errs are exactly want (in "Type field" form, in order).
+func ExpectErrors(t *testing.T, errs field.ErrorList, want ...string) {
+	t.Helper()
+	got := Errors(errs)
+	if want == nil {
+		want = []string{}
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("errors:\n got  %q\n want %q\n full: %v", got, want, errs)
+	}
+}
+
+// ExpectDetail fails t unless some error in errs has the given field and a
+// detail containing text.
+func ExpectDetail(t *testing.T, errs field.ErrorList, fieldPath, text string) {
+	t.Helper()
+	for _, e := range errs {
+		if e.Field == fieldPath && strings.Contains(e.Detail, text) {
+			return
+		}
+	}
+	t.Errorf("no error on %s containing %q in %v", fieldPath, text, errs)
+}
+
+// Validate runs a resource's Validate, and ValidateUpdate when old is not nil,
+// after Default as the handlers do.
+func Validate(r registry.Resource, obj, old runtime.Object) field.ErrorList {
+	if r.Default != nil {
+		r.Default(obj)
+	}
+	var errs field.ErrorList
+	if r.Validate != nil {
+		errs = append(errs, r.Validate(obj)...)
+	}
+	if old != nil && r.ValidateUpdate != nil {
+		errs = append(errs, r.ValidateUpdate(obj, old)...)
+	}
+	return errs
+}
+
+// CheckTable fails t unless the resource has a name column first (or, as
+// for events, somewhere) and row has one cell per column.
+func CheckTable(t *testing.T, r registry.Resource, row []interface{}) {
+	t.Helper()
+	if len(row) != len(r.Columns) {
+		t.Fatalf("row has %d cells for %d columns: %v", len(row), len(r.Columns), row)
+	}
+	named := false
+	for _, c := range r.Columns {
+		named = named || c.Format == "name"
+		if c.Description == "" {
+			t.Errorf("column %q has no description", c.Name)
+		}
+	}
+	if !named {
+		t.Errorf("no column has format name")
+	}
+}

@@ -1,0 +1,250 @@
+package apiserver
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"orch/internal/apiserver/registry"
+)
+
+func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore) {
+	fail := func(err error) { s.respondError(w, r, err, rs.gr, info.Name) }
+	switch {
+	case info.Subresource == "status" && rs.res.HasStatus:
+		switch info.Verb {
+		case "get":
+			s.get(w, r, info, rs)
+		case "update":
+			s.update(w, r, info, rs, "status")
+		case "patch":
+			s.patch(w, r, info, rs, "status")
+		default:
+			fail(apierrors.NewMethodNotSupported(rs.gr, info.Verb))
+		}
+	case info.Subresource == "scale" && rs.res.Scale != nil:
+		s.serveScale(w, r, info, rs)
+	case info.Subresource == "binding" && rs.res.Resource == "pods" && info.Verb == "create":
+		s.bind(w, r, info, rs)
+	case info.Subresource == "eviction" && rs.res.Resource == "pods" && info.Verb == "create":
+		s.evict(w, r, info, rs)
+	case info.Subresource == "finalize" && rs.res.Resource == "namespaces" && info.Verb == "update":
+		s.finalizeNamespace(w, r, info, rs)
+	case rs.res.Resource == "pods" && isStreamingSubresource(info.Subresource):
+		fail(notImplemented("pods/" + info.Subresource + " (it needs the node agent)"))
+	default:
+		fail(apierrors.NewGenericServerResponse(http.StatusNotFound, info.Verb, rs.gr, info.Name, "", 0, false))
+	}
+}
+
+func isStreamingSubresource(name string) bool {
+	switch name {
+	case "log", "exec", "attach", "portforward", "proxy":
+		return true
+	}
+	return false
+}
+
+// serveScale serves autoscaling/v1 Scale for the resource's replica count.
+func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore) {
+	ctx := r.Context()
+	if info.Verb == "get" {
+		obj, err := rs.get(ctx, info.Namespace, info.Name)
+		if err != nil {
+			s.respondError(w, r, err, rs.gr, info.Name)
+			return
+		}
+		s.respond(w, r, http.StatusOK, scaleOf(rs, obj))
+		return
+	}
+	if info.Verb != "update" && info.Verb != "patch" {
+		s.respondError(w, r, apierrors.NewMethodNotSupported(rs.gr, info.Verb), rs.gr, info.Name)
+		return
+	}
+	wr, err := parseWriteRequest(r)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	data, err := readBody(r)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	scaleStore := &resourceStore{res: scaleResource(rs), gvk: autoscalingv1.SchemeGroupVersion.WithKind("Scale"), gr: rs.gr, codecs: s.codecs}
+	var patchType types.PatchType
+	if info.Verb == "patch" {
+		pt, err := patchTypeOf(r)
+		if err != nil {
+			s.respondError(w, r, err, rs.gr, info.Name)
+			return
+		}
+		patchType = pt
+	}
+	mutate := func(old runtime.Object) (runtime.Object, error) {
+		current := scaleOf(rs, old)
+		var desired runtime.Object
+		var err error
+		if patchType == "" {
+			desired, _, err = s.decodeObject(r, scaleStore, data)
+		} else {
+			desired, _, err = s.applyPatch(scaleStore, patchType, current, data, metav1.FieldValidationIgnore, wr.manager, false)
+		}
+		if err != nil {
+			return nil, err
+		}
+		scale := desired.(*autoscalingv1.Scale)
+		if scale.Spec.Replicas < 0 {
+			return nil, unprocessable("spec.replicas: Invalid value: %d: must be greater than or equal to 0", scale.Spec.Replicas)
+		}
+		if scale.ResourceVersion != "" && scale.ResourceVersion != current.ResourceVersion {
+			return nil, apierrors.NewConflict(rs.gr, info.Name, errors.New(conflictMessage))
+		}
+		obj := old.DeepCopyObject()
+		rs.res.Scale.SetSpecReplicas(obj, scale.Spec.Replicas)
+		return obj, nil
+	}
+	result, err := s.retryUpdate(ctx, rs, info, true, mutate, "", wr)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	s.respond(w, r, http.StatusOK, scaleOf(rs, result))
+}
+
+func scaleOf(rs *resourceStore, obj runtime.Object) *autoscalingv1.Scale {
+	accessor := mustAccessor(obj)
+	scale := &autoscalingv1.Scale{
+		ObjectMeta: metav1.ObjectMeta{Name: accessor.GetName(), Namespace: accessor.GetNamespace(), UID: accessor.GetUID(),
+			ResourceVersion: accessor.GetResourceVersion(), CreationTimestamp: accessor.GetCreationTimestamp()},
+		Spec:   autoscalingv1.ScaleSpec{Replicas: rs.res.Scale.SpecReplicas(obj)},
+		Status: autoscalingv1.ScaleStatus{Replicas: rs.res.Scale.StatusReplicas(obj), Selector: rs.res.Scale.Selector(obj)},
+	}
+	scale.APIVersion, scale.Kind = autoscalingv1.SchemeGroupVersion.String(), "Scale"
+	return scale
+}
+
+// bind is pods/binding: the scheduler assigns a pod to a node.
+func (s *Server) bind(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore) {
+	data, err := readBody(r)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	binding := &corev1.Binding{}
+	if _, _, err := s.codecs.json.Decode(data, nil, binding); err != nil {
+		s.respondError(w, r, badRequest("the body is not a valid Binding: %v", err), rs.gr, info.Name)
+		return
+	}
+	if binding.Target.Name == "" || (binding.Target.Kind != "" && binding.Target.Kind != "Node") {
+		s.respondError(w, r, unprocessable("target: a binding needs a Node target with a name"), rs.gr, info.Name)
+		return
+	}
+	wr := writeRequest{manager: managerFromUserAgent(r.UserAgent())}
+	_, err = s.retryUpdate(r.Context(), rs, info, binding.ResourceVersion == "", func(old runtime.Object) (runtime.Object, error) {
+		pod := old.DeepCopyObject().(*corev1.Pod)
+		if pod.DeletionTimestamp != nil {
+			return nil, apierrors.NewConflict(rs.gr, pod.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", pod.Name))
+		}
+		if pod.Spec.NodeName != "" {
+			return nil, apierrors.NewConflict(rs.gr, pod.Name, fmt.Errorf("pod %s is already assigned to node %q", pod.Name, pod.Spec.NodeName))
+		}
+		if binding.UID != "" && binding.UID != pod.UID {
+			return nil, apierrors.NewConflict(rs.gr, pod.Name, fmt.Errorf("the binding's UID does not match pod %s", pod.Name))
+		}
+		pod.Spec.NodeName = binding.Target.Name
+		setPodScheduled(pod)
+		return pod, nil
+	}, internalUpdate, wr)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	s.respond(w, r, http.StatusCreated, &metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated})
+}
+
+// setPodScheduled writes the PodScheduled=True condition; the status update
+// goes through the main resource here, so bind writes it directly.
+func setPodScheduled(pod *corev1.Pod) {
+	now := metav1.Now().Rfc3339Copy()
+	for i := range pod.Status.Conditions {
+		if pod.Status.Conditions[i].Type == corev1.PodScheduled {
+			pod.Status.Conditions[i].Status = corev1.ConditionTrue
+			pod.Status.Conditions[i].LastTransitionTime = now
+			pod.Status.Conditions[i].Reason, pod.Status.Conditions[i].Message = "", ""
+			return
+		}
+	}
+	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now})
+}
+
+// evict is pods/eviction: a delete that PodDisruptionBudgets may refuse
+// (budgets are not checked yet: an eviction deletes the pod).
+func (s *Server) evict(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore) {
+	data, err := readBody(r)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	eviction := &policyv1.Eviction{}
+	if _, _, err := s.codecs.json.Decode(data, nil, eviction); err != nil {
+		s.respondError(w, r, badRequest("the body is not a valid Eviction: %v", err), rs.gr, info.Name)
+		return
+	}
+	if eviction.Name != "" && eviction.Name != info.Name {
+		s.respondError(w, r, badRequest("name in URL does not match name in Eviction object"), rs.gr, info.Name)
+		return
+	}
+	opts := metav1.DeleteOptions{}
+	if eviction.DeleteOptions != nil {
+		opts = *eviction.DeleteOptions
+	}
+	if _, _, err := s.deleteObject(r.Context(), rs, info.Namespace, info.Name, opts); err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	s.respond(w, r, http.StatusCreated, &metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated})
+}
+
+// finalizeNamespace is namespaces/finalize: only spec.finalizers change.
+func (s *Server) finalizeNamespace(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore) {
+	data, err := readBody(r)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	obj, _, err := s.decodeWith(s.codecs.json, rs, data, metav1.FieldValidationIgnore)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	wanted := obj.(*corev1.Namespace)
+	wr := writeRequest{manager: managerFromUserAgent(r.UserAgent())}
+	result, err := s.retryUpdate(r.Context(), rs, info, true, func(old runtime.Object) (runtime.Object, error) {
+		ns := old.DeepCopyObject().(*corev1.Namespace)
+		ns.Spec.Finalizers = wanted.Spec.Finalizers
+		return ns, nil
+	}, internalUpdate, wr)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	s.respond(w, r, http.StatusOK, result)
+}
+
+
+// scaleResource describes autoscaling/v1 Scale for decoding scale requests.
+func scaleResource(rs *resourceStore) registry.Resource {
+	return registry.Resource{
+		GroupVersion: autoscalingv1.SchemeGroupVersion, Resource: rs.res.Resource, Kind: "Scale", Namespaced: true,
+		New: func() runtime.Object { return &autoscalingv1.Scale{} },
+	}
+}

@@ -1,0 +1,298 @@
+package apiserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"orch/internal/storage"
+)
+
+// writeRequest is what every write carries besides the object.
+type writeRequest struct {
+	manager string
+	dryRun  bool
+	// keepManagedFields skips managed-field tracking (server-side apply did it).
+	keepManagedFields bool
+}
+
+func parseWriteRequest(r *http.Request) (writeRequest, error) {
+	q := r.URL.Query()
+	wr := writeRequest{manager: q.Get("fieldManager")}
+	for _, d := range q["dryRun"] {
+		if d != metav1.DryRunAll {
+			return wr, badRequest("dryRun must be %q, not %q", metav1.DryRunAll, d)
+		}
+		wr.dryRun = true
+	}
+	if wr.manager == "" {
+		wr.manager = managerFromUserAgent(r.UserAgent())
+	}
+	if len(wr.manager) > 128 {
+		return wr, badRequest("fieldManager is longer than 128 characters")
+	}
+	return wr, nil
+}
+
+// managerFromUserAgent is upstream's default field manager: the user agent up
+// to its first "/".
+func managerFromUserAgent(ua string) string {
+	if i := strings.Index(ua, "/"); i >= 0 {
+		ua = ua[:i]
+	}
+	if len(ua) > 128 {
+		ua = ua[:128]
+	}
+	return ua
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore) {
+	wr, err := parseWriteRequest(r)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, "")
+		return
+	}
+	data, err := readBody(r)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, "")
+		return
+	}
+	obj, warnings, err := s.decodeObject(r, rs, data)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, "")
+		return
+	}
+	addWarnings(w, warnings)
+	created, err := s.createObject(r.Context(), rs, info.Namespace, obj, wr)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, mustAccessor(obj).GetName())
+		return
+	}
+	s.respond(w, r, http.StatusCreated, created)
+}
+
+// createObject runs the create path: metadata, defaults, admission,
+// validation, managed fields, storage.
+func (s *Server) createObject(ctx context.Context, rs *resourceStore, namespace string, obj runtime.Object, wr writeRequest) (runtime.Object, error) {
+	accessor := mustAccessor(obj)
+	if rs.res.Namespaced {
+		switch {
+		case accessor.GetNamespace() == "":
+			accessor.SetNamespace(namespace)
+		case accessor.GetNamespace() != namespace:
+			return nil, badRequest("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", accessor.GetNamespace(), namespace)
+		}
+	}
+	if accessor.GetResourceVersion() != "" {
+		return nil, badRequest("metadata.resourceVersion must not be set on objects to be created")
+	}
+	if accessor.GetName() == "" && accessor.GetGenerateName() == "" {
+		return nil, apierrors.NewInvalid(rs.gvk.GroupKind(), "", field.ErrorList{field.Required(field.NewPath("metadata", "name"), "name or generateName is required")})
+	}
+	prepareCreateMeta(rs, accessor, metav1.Now().Rfc3339Copy())
+	if rs.res.Default != nil {
+		rs.res.Default(obj)
+	}
+	if rs.res.PrepareForCreate != nil {
+		rs.res.PrepareForCreate(obj)
+	}
+	if err := s.admitCreate(ctx, rs, obj, wr.dryRun); err != nil {
+		return nil, err
+	}
+	if errs := validateObject(rs, obj, nil); len(errs) > 0 {
+		s.releaseOnFailure(ctx, rs, obj, wr.dryRun)
+		return nil, apierrors.NewInvalid(rs.gvk.GroupKind(), accessor.GetName(), errs)
+	}
+	managed := obj
+	if !wr.keepManagedFields {
+		var err error
+		if managed, err = s.fields.update(rs, "", rs.res.New(), obj, wr.manager); err != nil {
+			s.releaseOnFailure(ctx, rs, obj, wr.dryRun)
+			return nil, err
+		}
+	}
+	if wr.dryRun {
+		return managed, nil
+	}
+	created, err := rs.create(ctx, managed)
+	for retry := 0; retry < 5 && errors.Is(err, storage.ErrExists) && accessor.GetGenerateName() != ""; retry++ {
+		mustAccessor(managed).SetName(generateName(accessor.GetGenerateName()))
+		created, err = rs.create(ctx, managed)
+	}
+	if err != nil {
+		s.releaseOnFailure(ctx, rs, obj, false)
+		return nil, err
+	}
+	return created, nil
+}
+
+func (s *Server) update(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore, subresource string) {
+	wr, err := parseWriteRequest(r)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	data, err := readBody(r)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	obj, warnings, err := s.decodeObject(r, rs, data)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	addWarnings(w, warnings)
+	accessor := mustAccessor(obj)
+	if accessor.GetName() != info.Name {
+		s.respondError(w, r, badRequest("the name of the object (%s) does not match the name on the URL (%s)", accessor.GetName(), info.Name), rs.gr, info.Name)
+		return
+	}
+	if rs.res.Namespaced && accessor.GetNamespace() != "" && accessor.GetNamespace() != info.Namespace {
+		s.respondError(w, r, badRequest("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", accessor.GetNamespace(), info.Namespace), rs.gr, info.Name)
+		return
+	}
+	accessor.SetNamespace(info.Namespace)
+	code := http.StatusOK
+	result, err := s.retryUpdate(r.Context(), rs, info, accessor.GetResourceVersion() == "", func(old runtime.Object) (runtime.Object, error) {
+		if old == nil {
+			return nil, nil
+		}
+		return obj.DeepCopyObject(), nil
+	}, subresource, wr)
+	if apierrors.IsNotFound(err) && subresource == "" && allowCreateOnUpdate(rs) {
+		accessor.SetResourceVersion("")
+		result, err = s.createObject(r.Context(), rs, info.Namespace, obj, wr)
+		code = http.StatusCreated
+	}
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	s.respond(w, r, code, result)
+}
+
+// allowCreateOnUpdate lists the resources a PUT may create, as upstream.
+func allowCreateOnUpdate(rs *resourceStore) bool {
+	switch rs.res.Resource {
+	case "endpoints", "leases", "events", "roles", "rolebindings", "clusterroles", "clusterrolebindings":
+		return true
+	}
+	return false
+}
+
+// internalUpdate is the subresource name of updates the server makes for a
+// subresource (binding, finalize, scale): no field is reset.
+const internalUpdate = "internal"
+
+// mutateFunc produces the new object from the stored one.
+type mutateFunc func(old runtime.Object) (runtime.Object, error)
+
+// retryUpdate reads the stored object, applies mutate and writes the result,
+// retrying on conflicts when the client did not ask for a specific version.
+func (s *Server) retryUpdate(ctx context.Context, rs *resourceStore, info requestInfo, unconditional bool, mutate mutateFunc, subresource string, wr writeRequest) (runtime.Object, error) {
+	for attempt := 0; ; attempt++ {
+		old, err := rs.get(ctx, info.Namespace, info.Name)
+		if err != nil {
+			return nil, err
+		}
+		obj, err := mutate(old)
+		if err != nil {
+			return nil, err
+		}
+		result, err := s.updateObject(ctx, rs, old, obj, subresource, wr)
+		if errors.Is(err, storage.ErrConflict) && unconditional && attempt < 20 {
+			continue
+		}
+		return result, err
+	}
+}
+
+// updateObject runs the update path for obj replacing old.
+func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj runtime.Object, subresource string, wr writeRequest) (runtime.Object, error) {
+	accessor, oldAccessor := mustAccessor(obj), mustAccessor(old)
+	if rv := accessor.GetResourceVersion(); rv != "" && rv != oldAccessor.GetResourceVersion() {
+		return nil, storage.ErrConflict
+	}
+	if uid := accessor.GetUID(); uid != "" && uid != oldAccessor.GetUID() {
+		return nil, apierrors.NewConflict(rs.gr, accessor.GetName(), errors.New("Precondition failed: UID in precondition: "+string(uid)+", UID in object meta: "+string(oldAccessor.GetUID())))
+	}
+	keepServerMeta(accessor, oldAccessor)
+	fieldSubresource := subresource
+	switch subresource {
+	case internalUpdate:
+		fieldSubresource = ""
+	case "":
+		if rs.res.HasStatus {
+			copyField(obj, old, "Status")
+		}
+	case "status":
+		copyAllBut(obj, old, "Status")
+		accessor.SetLabels(oldAccessor.GetLabels())
+		accessor.SetAnnotations(oldAccessor.GetAnnotations())
+		accessor.SetFinalizers(oldAccessor.GetFinalizers())
+		accessor.SetOwnerReferences(oldAccessor.GetOwnerReferences())
+	}
+	if rs.res.Default != nil {
+		rs.res.Default(obj)
+	}
+	if rs.res.PrepareForUpdate != nil {
+		rs.res.PrepareForUpdate(obj, old)
+	}
+	if rs.res.HasStatus && specChanged(obj, old) {
+		accessor.SetGeneration(oldAccessor.GetGeneration() + 1)
+	}
+	if errs := validateObject(rs, obj, old); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(rs.gvk.GroupKind(), accessor.GetName(), errs)
+	}
+	if err := s.admitUpdate(ctx, rs, obj, old, wr.dryRun); err != nil {
+		return nil, err
+	}
+	managed, err := s.fields.update(rs, fieldSubresource, old, obj, wr.manager)
+	if err != nil {
+		return nil, err
+	}
+	accessor = mustAccessor(managed)
+	accessor.SetResourceVersion(oldAccessor.GetResourceVersion())
+	if same, err := rs.sameStored(managed, old); err != nil {
+		return nil, err
+	} else if same {
+		return old, nil
+	}
+	if wr.dryRun {
+		return managed, nil
+	}
+	if accessor.GetDeletionTimestamp() != nil && !hasFinalizers(managed) {
+		return rs.remove(ctx, accessor.GetNamespace(), accessor.GetName(), revisionOf(old))
+	}
+	return rs.update(ctx, managed, revisionOf(old))
+}
+
+// sameStored is true when obj would be stored exactly as old is.
+func (rs *resourceStore) sameStored(obj, old runtime.Object) (bool, error) {
+	a, err := rs.encode(obj)
+	if err != nil {
+		return false, err
+	}
+	b, err := rs.encode(old)
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(a, b), nil
+}
+
+// hasFinalizers is true while anything holds the object back from deletion:
+// metadata.finalizers, and for namespaces spec.finalizers.
+func hasFinalizers(obj runtime.Object) bool {
+	if len(mustAccessor(obj).GetFinalizers()) > 0 {
+		return true
+	}
+	return len(namespaceFinalizers(obj)) > 0
+}

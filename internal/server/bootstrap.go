@@ -1,0 +1,142 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"orch/internal/pki"
+)
+
+// defaultNamespaces exist in every cluster.
+var defaultNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+
+// bootstrap keeps the objects every cluster has: the default namespaces and
+// the default/kubernetes Service with Endpoints and an EndpointSlice pointing
+// at this server. It reconciles every 10 seconds, through the API.
+type bootstrap struct {
+	cfg  parsed
+	rest *rest.Config
+	log  *slog.Logger
+}
+
+func (b *bootstrap) Start(ctx context.Context) error {
+	client, err := kubernetes.NewForConfig(b.rest)
+	if err != nil {
+		return err
+	}
+	for {
+		if err := b.reconcile(ctx, client); err != nil && ctx.Err() == nil {
+			b.log.Warn("cannot ensure the default objects yet; retrying", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(10 * time.Second):
+		}
+	}
+}
+
+func (b *bootstrap) reconcile(ctx context.Context, client kubernetes.Interface) error {
+	for _, name := range defaultNamespaces {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: "orch-bootstrap"}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("namespace %q: %w", name, err)
+		}
+	}
+	if err := b.ensureService(ctx, client); err != nil {
+		return err
+	}
+	if err := b.ensureEndpoints(ctx, client); err != nil {
+		return err
+	}
+	return b.ensureEndpointSlice(ctx, client)
+}
+
+func (b *bootstrap) ensureService(ctx context.Context, client kubernetes.Interface) error {
+	ip, err := pki.FirstServiceIP(b.cfg.serviceCIDR)
+	if err != nil {
+		return err
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault,
+			Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
+		Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeClusterIP, ClusterIP: ip.String(),
+			Ports: []corev1.ServicePort{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(int32(b.cfg.HTTPSPort))}},
+		},
+	}
+	_, err = client.CoreV1().Services(metav1.NamespaceDefault).Create(ctx, svc, metav1.CreateOptions{FieldManager: "orch-bootstrap"})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("service default/kubernetes: %w", err)
+	}
+	return nil
+}
+
+func (b *bootstrap) ensureEndpoints(ctx context.Context, client kubernetes.Interface) error {
+	want := []corev1.EndpointSubset{{
+		Addresses: []corev1.EndpointAddress{{IP: b.cfg.advertise.String()}},
+		Ports:     []corev1.EndpointPort{{Name: "https", Port: int32(b.cfg.HTTPSPort), Protocol: corev1.ProtocolTCP}},
+	}}
+	endpoints := client.CoreV1().Endpoints(metav1.NamespaceDefault)
+	current, err := endpoints.Get(ctx, "kubernetes", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault,
+			Labels: map[string]string{"endpointslice.kubernetes.io/skip-mirror": "true"}}, Subsets: want}
+		_, err = endpoints.Create(ctx, ep, metav1.CreateOptions{FieldManager: "orch-bootstrap"})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if apiequality.Semantic.DeepEqual(current.Subsets, want) {
+		return nil
+	}
+	current.Subsets = want
+	_, err = endpoints.Update(ctx, current, metav1.UpdateOptions{FieldManager: "orch-bootstrap"})
+	return err
+}
+
+func (b *bootstrap) ensureEndpointSlice(ctx context.Context, client kubernetes.Interface) error {
+	ready := true
+	port := int32(b.cfg.HTTPSPort)
+	name, proto := "https", corev1.ProtocolTCP
+	addressType := discoveryv1.AddressTypeIPv4
+	if b.cfg.advertise.To4() == nil {
+		addressType = discoveryv1.AddressTypeIPv6
+	}
+	want := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault,
+			Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes", discoveryv1.LabelManagedBy: "orch-bootstrap"}},
+		AddressType: addressType,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{b.cfg.advertise.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &proto}},
+	}
+	slices := client.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault)
+	current, err := slices.Get(ctx, "kubernetes", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = slices.Create(ctx, want, metav1.CreateOptions{FieldManager: "orch-bootstrap"})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if len(current.Endpoints) == 1 && len(current.Endpoints[0].Addresses) == 1 &&
+		net.ParseIP(current.Endpoints[0].Addresses[0]).Equal(b.cfg.advertise) && len(current.Ports) == 1 && *current.Ports[0].Port == port {
+		return nil
+	}
+	current.Endpoints, current.Ports, current.AddressType = want.Endpoints, want.Ports, want.AddressType
+	_, err = slices.Update(ctx, current, metav1.UpdateOptions{FieldManager: "orch-bootstrap"})
+	return err
+}

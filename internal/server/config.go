@@ -1,0 +1,108 @@
+// Package server is the composition root of `orch server`: it starts the
+// embedded etcd, the apiserver on HTTPS and the bootstrap of default objects,
+// and stops them in reverse order.
+package server
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+)
+
+// Config is everything `orch server` is told by flags and the config file.
+type Config struct {
+	DataDir             string
+	WriteKubeconfig     string
+	WriteKubeconfigMode os.FileMode
+	HTTPSPort           int
+	BindAddress         string
+	AdvertiseAddress    string
+	NodeIPs             []string
+	TLSSANs             []string
+	ClusterCIDR         string
+	ServiceCIDR         string
+	ClusterDNS          string
+	ClusterDomain       string
+	DisableAgent        bool
+	// EtcdClientPort and EtcdPeerPort listen on loopback (2379 and 2380).
+	EtcdClientPort int
+	EtcdPeerPort   int
+	// UnsafeNoFsync skips etcd fsyncs; for tests only.
+	UnsafeNoFsync bool
+}
+
+// paths under the data directory.
+func (c Config) serverDir() string   { return filepath.Join(c.DataDir, "server") }
+func (c Config) etcdDir() string     { return filepath.Join(c.serverDir(), "db", "etcd") }
+func (c Config) tlsDir() string      { return filepath.Join(c.serverDir(), "tls") }
+func (c Config) tokenPath() string   { return filepath.Join(c.serverDir(), "token") }
+func (c Config) manifestDir() string { return filepath.Join(c.serverDir(), "manifests") }
+
+// parsed is Config with addresses and networks parsed and checked.
+type parsed struct {
+	Config
+	serviceCIDR *net.IPNet
+	clusterCIDR *net.IPNet
+	nodeIPs     []net.IP
+	advertise   net.IP
+}
+
+func (c Config) parse() (parsed, error) {
+	p := parsed{Config: c}
+	var err error
+	if _, p.serviceCIDR, err = net.ParseCIDR(c.ServiceCIDR); err != nil {
+		return p, fmt.Errorf("--service-cidr %q is not a CIDR (e.g. 10.43.0.0/16): %w", c.ServiceCIDR, err)
+	}
+	if _, p.clusterCIDR, err = net.ParseCIDR(c.ClusterCIDR); err != nil {
+		return p, fmt.Errorf("--cluster-cidr %q is not a CIDR (e.g. 10.42.0.0/16): %w", c.ClusterCIDR, err)
+	}
+	if ip := net.ParseIP(c.ClusterDNS); ip == nil || !p.serviceCIDR.Contains(ip) {
+		return p, fmt.Errorf("--cluster-dns %q must be an IP inside --service-cidr %s", c.ClusterDNS, c.ServiceCIDR)
+	}
+	for _, s := range c.NodeIPs {
+		ip := net.ParseIP(s)
+		if ip == nil {
+			return p, fmt.Errorf("--node-ip %q is not an IP address", s)
+		}
+		p.nodeIPs = append(p.nodeIPs, ip)
+	}
+	if c.BindAddress != "" && net.ParseIP(c.BindAddress) == nil {
+		return p, fmt.Errorf("--bind-address %q is not an IP address", c.BindAddress)
+	}
+	if c.HTTPSPort <= 0 || c.HTTPSPort > 65535 {
+		return p, fmt.Errorf("--https-listen-port %d is not a port number", c.HTTPSPort)
+	}
+	switch {
+	case c.AdvertiseAddress != "":
+		if p.advertise = net.ParseIP(c.AdvertiseAddress); p.advertise == nil {
+			return p, fmt.Errorf("--advertise-address %q is not an IP address", c.AdvertiseAddress)
+		}
+	case len(p.nodeIPs) > 0:
+		p.advertise = p.nodeIPs[0]
+	default:
+		p.advertise = hostIP()
+	}
+	if len(p.nodeIPs) == 0 {
+		p.nodeIPs = []net.IP{p.advertise}
+	}
+	return p, nil
+}
+
+// hostIP is the first global unicast IPv4 address of an interface that is up
+// (127.0.0.1 on a host with none: orch must work with no network at all).
+func hostIP() net.IP {
+	ifaces, _ := net.Interfaces()
+	for _, iface := range ifaces {
+		if iface.Flags&net.FlagUp == 0 || iface.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, _ := iface.Addrs()
+		for _, a := range addrs {
+			if ipnet, ok := a.(*net.IPNet); ok && ipnet.IP.To4() != nil && ipnet.IP.IsGlobalUnicast() {
+				return ipnet.IP.To4()
+			}
+		}
+	}
+	return net.IPv4(127, 0, 0, 1).To4()
+}

@@ -1,0 +1,170 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"orch/internal/apiserver"
+	"orch/internal/apiserver/filters"
+	"orch/internal/apiserver/registry/all"
+	"orch/internal/pki"
+	"orch/internal/run"
+	"orch/internal/storage"
+	"orch/internal/version"
+)
+
+// Run starts the server and blocks until ctx ends or a component fails.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	start := time.Now()
+	p, err := cfg.parse()
+	if err != nil {
+		return err
+	}
+	bundle, err := pki.Ensure(pki.Config{Dir: p.tlsDir(), NodeIPs: p.nodeIPs, ExtraSANs: append(p.TLSSANs, p.advertise.String()),
+		ServiceCIDR: p.serviceCIDR, ClusterDomain: p.ClusterDomain})
+	if err != nil {
+		return err
+	}
+	if _, err := pki.EnsureToken(p.tokenPath(), bundle.CACertPEM); err != nil {
+		return err
+	}
+	etcd, err := storage.StartEtcd(storage.EtcdConfig{
+		Dir: p.etcdDir(), Name: "orch", UnsafeNoFsync: p.UnsafeNoFsync,
+		ClientURL: fmt.Sprintf("http://127.0.0.1:%d", p.EtcdClientPort),
+		PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", p.EtcdPeerPort),
+	})
+	if err != nil {
+		return err
+	}
+	defer etcd.Close()
+	store := storage.NewEtcd(etcd.Client)
+
+	api, err := apiserver.New(apiserver.Config{
+		Storage: store, Resources: all.Resources(), ServiceCIDR: p.serviceCIDR, Version: version.Info(),
+		Log: log.With("component", "apiserver"),
+		Checks: map[string]func(context.Context) error{"etcd": func(ctx context.Context) error {
+			_, err := store.CurrentRevision(ctx)
+			return err
+		}},
+	})
+	if err != nil {
+		return err
+	}
+	listener, err := listen(p, bundle)
+	if err != nil {
+		return err
+	}
+	loopback, err := loopbackConfig(p, bundle)
+	if err != nil {
+		return err
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%d", p.HTTPSPort)
+	if err := pki.WriteKubeconfig(p.WriteKubeconfig, p.WriteKubeconfigMode, url, bundle.CACertPEM, bundle.AdminCertPEM, bundle.AdminKeyPEM); err != nil {
+		return err
+	}
+	handler := filters.Recover(log, filters.Authenticate(bundle.CAPool(), api))
+	httpServer := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	go func() {
+		ready := waitReady(ctx, url, bundle)
+		if ready == nil {
+			log.Info("orch server is ready", "took", time.Since(start).Round(time.Millisecond).String(),
+				"kubeconfig", p.WriteKubeconfig, "try", "orch kubectl get namespaces", "join-token-file", p.tokenPath())
+		}
+	}()
+	return run.Group(ctx, log,
+		run.Named{Name: "etcd", Runnable: run.Func(func(ctx context.Context) error {
+			select {
+			case <-ctx.Done():
+				return nil
+			case err := <-etcd.Err():
+				return err
+			}
+		})},
+		run.Named{Name: "etcd-compactor", Runnable: run.Func(func(ctx context.Context) error {
+			return store.RunCompactor(ctx, 5*time.Minute, log.With("component", "compactor"))
+		})},
+		run.Named{Name: "watch-cache", Runnable: api},
+		run.Named{Name: "https", Runnable: run.Func(func(ctx context.Context) error { return serve(ctx, httpServer, listener) })},
+		run.Named{Name: "bootstrap", Runnable: &bootstrap{cfg: p, rest: loopback, log: log.With("component", "bootstrap")}},
+	)
+}
+
+func listen(p parsed, bundle *pki.Bundle) (net.Listener, error) {
+	cert, err := bundle.ServingCertificate()
+	if err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort(p.BindAddress, strconv.Itoa(p.HTTPSPort))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (is another orch server or kube-apiserver running? choose another --https-listen-port): %w", addr, err)
+	}
+	return tls.NewListener(l, &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.VerifyClientCertIfGiven,
+		ClientCAs:    bundle.CAPool(),
+		MinVersion:   tls.VersionTLS12,
+		NextProtos:   []string{"h2", "http/1.1"},
+	}), nil
+}
+
+func serve(ctx context.Context, srv *http.Server, l net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shutdown)
+		srv.Close()
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	}
+}
+
+// loopbackConfig is the client-go config in-process components use: the
+// apiserver over 127.0.0.1 with a client certificate of its own.
+func loopbackConfig(p parsed, bundle *pki.Bundle) (*rest.Config, error) {
+	cert, key, err := bundle.IssueClientCert("system:apiserver", []string{"system:masters"}, 365*24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	return &rest.Config{
+		Host:            fmt.Sprintf("https://127.0.0.1:%d", p.HTTPSPort),
+		TLSClientConfig: rest.TLSClientConfig{CAData: bundle.CACertPEM, CertData: cert, KeyData: key},
+		QPS:             200, Burst: 400, UserAgent: "orch-server/" + version.Version,
+	}, nil
+}
+
+// waitReady polls /readyz until it answers ok.
+func waitReady(ctx context.Context, url string, bundle *pki.Bundle) error {
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: bundle.CAPool()}}}
+	defer client.CloseIdleConnections()
+	for {
+		resp, err := client.Get(url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
