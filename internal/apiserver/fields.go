@@ -84,7 +84,9 @@ func (f *fieldManagers) apply(rs *resourceStore, live runtime.Object, applied ru
 }
 
 // defaulter applies the registry defaults to any object the server serves.
-type defaulter struct{ byKind map[schema.GroupVersionKind]func(runtime.Object) }
+type defaulter struct {
+	byKind map[schema.GroupVersionKind]func(runtime.Object)
+}
 
 func (d defaulter) Default(obj runtime.Object) {
 	if fn := d.byKind[obj.GetObjectKind().GroupVersionKind()]; fn != nil {

@@ -240,7 +240,6 @@ func (s *Server) finalizeNamespace(w http.ResponseWriter, r *http.Request, info 
 	s.respond(w, r, http.StatusOK, result)
 }
 
-
 // scaleResource describes autoscaling/v1 Scale for decoding scale requests.
 func scaleResource(rs *resourceStore) registry.Resource {
 	return registry.Resource{
