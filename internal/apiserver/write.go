@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -102,6 +103,12 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, namespace 
 	}
 	if rs.res.PrepareForCreate != nil {
 		rs.res.PrepareForCreate(obj)
+	}
+	if _, isService := obj.(*corev1.Service); isService {
+		// Allocation has side effects: report an existing name before it.
+		if _, err := rs.store.Get(ctx, rs.key(accessor.GetNamespace(), accessor.GetName())); err == nil {
+			return nil, apierrors.NewAlreadyExists(rs.gr, accessor.GetName())
+		}
 	}
 	if err := s.admitCreate(ctx, rs, obj, wr.dryRun); err != nil {
 		return nil, err

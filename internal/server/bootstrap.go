@@ -77,7 +77,11 @@ func (b *bootstrap) ensureService(ctx context.Context, client kubernetes.Interfa
 			Ports: []corev1.ServicePort{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(int32(b.cfg.HTTPSPort))}},
 		},
 	}
-	_, err = client.CoreV1().Services(metav1.NamespaceDefault).Create(ctx, svc, metav1.CreateOptions{FieldManager: "orch-bootstrap"})
+	services := client.CoreV1().Services(metav1.NamespaceDefault)
+	if _, err := services.Get(ctx, svc.Name, metav1.GetOptions{}); err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	_, err = services.Create(ctx, svc, metav1.CreateOptions{FieldManager: "orch-bootstrap"})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("service default/kubernetes: %w", err)
 	}
