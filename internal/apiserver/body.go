@@ -99,3 +99,16 @@ func addWarnings(w http.ResponseWriter, warnings []string) {
 func (s *Server) decodeParams(r *http.Request, into runtime.Object) error {
 	return s.codecs.params.DecodeParameters(r.URL.Query(), schema.GroupVersion{Version: "v1"}, into)
 }
+
+// decodeInto decodes a request body of any supported content type into a
+// fixed type (DeleteOptions, Binding, Eviction).
+func (s *Server) decodeInto(r *http.Request, data []byte, into runtime.Object) error {
+	_, info, err := s.codecs.decoderFor(r)
+	if err != nil {
+		return err
+	}
+	if _, _, err := info.Serializer.Decode(data, nil, into); err != nil {
+		return badRequest("the body is not a valid %T: %v", into, err)
+	}
+	return nil
+}

@@ -22,8 +22,8 @@ func (s *Server) deleteOptions(r *http.Request) (metav1.DeleteOptions, error) {
 		return opts, err
 	}
 	if len(data) > 0 {
-		if err := runtimeDecodeInto(s, data, &opts); err != nil {
-			return opts, badRequest("the body is not valid DeleteOptions: %v", err)
+		if err := s.decodeInto(r, data, &opts); err != nil {
+			return opts, err
 		}
 	} else if err := s.decodeParams(r, &opts); err != nil {
 		return opts, badRequest("invalid delete options: %v", err)
@@ -48,11 +48,6 @@ func (s *Server) deleteOptions(r *http.Request) (metav1.DeleteOptions, error) {
 		return opts, badRequest("orphanDependents and propagationPolicy cannot both be set")
 	}
 	return opts, nil
-}
-
-func runtimeDecodeInto(s *Server, data []byte, into runtime.Object) error {
-	_, _, err := s.codecs.json.Decode(data, nil, into)
-	return err
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore) {

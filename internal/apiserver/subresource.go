@@ -140,8 +140,8 @@ func (s *Server) bind(w http.ResponseWriter, r *http.Request, info requestInfo, 
 		return
 	}
 	binding := &corev1.Binding{}
-	if _, _, err := s.codecs.json.Decode(data, nil, binding); err != nil {
-		s.respondError(w, r, badRequest("the body is not a valid Binding: %v", err), rs.gr, info.Name)
+	if err := s.decodeInto(r, data, binding); err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
 		return
 	}
 	if binding.Target.Name == "" || (binding.Target.Kind != "" && binding.Target.Kind != "Node") {
@@ -195,8 +195,8 @@ func (s *Server) evict(w http.ResponseWriter, r *http.Request, info requestInfo,
 		return
 	}
 	eviction := &policyv1.Eviction{}
-	if _, _, err := s.codecs.json.Decode(data, nil, eviction); err != nil {
-		s.respondError(w, r, badRequest("the body is not a valid Eviction: %v", err), rs.gr, info.Name)
+	if err := s.decodeInto(r, data, eviction); err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
 		return
 	}
 	if eviction.Name != "" && eviction.Name != info.Name {
@@ -221,7 +221,7 @@ func (s *Server) finalizeNamespace(w http.ResponseWriter, r *http.Request, info 
 		s.respondError(w, r, err, rs.gr, info.Name)
 		return
 	}
-	obj, _, err := s.decodeWith(s.codecs.json, rs, data, metav1.FieldValidationIgnore)
+	obj, _, err := s.decodeObject(r, rs, data)
 	if err != nil {
 		s.respondError(w, r, err, rs.gr, info.Name)
 		return

@@ -3,6 +3,8 @@ package apiserver
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -53,12 +55,63 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, info requestInfo,
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
 	events, err := rs.cache.Watch(ctx, wopts)
+	if errors.Is(err, storage.ErrCompacted) {
+		// Older than the cache's history (e.g. just after a restart) but maybe
+		// still in etcd's: resume from etcd rather than force a relist.
+		events, err = rs.watchStorage(ctx, wopts.Revision)
+	}
 	if err != nil {
 		s.respondError(w, r, err, rs.gr, "")
 		return
 	}
 	stream := newWatchStream(s, w, r, rs, out)
 	stream.run(ctx, events, sel, info.Namespace, opts.AllowWatchBookmarks)
+}
+
+// watchStorage follows etcd directly from revision, decoding each event for
+// this one watcher.
+func (rs *resourceStore) watchStorage(ctx context.Context, revision int64) (<-chan storage.CachedEvent, error) {
+	current, err := rs.store.CurrentRevision(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if revision > current {
+		return nil, fmt.Errorf("resource version %d is newer than the store (%d): %w", revision, current, storage.ErrFuture)
+	}
+	in := rs.store.Watch(ctx, rs.prefix, revision)
+	out := make(chan storage.CachedEvent)
+	go func() {
+		defer close(out)
+		for ev := range in {
+			ce := storage.CachedEvent{Type: ev.Type, Key: ev.KV.Key, Revision: ev.KV.Revision, Err: ev.Err}
+			switch ev.Type {
+			case storage.Progress:
+				continue
+			case storage.Error:
+			default:
+				obj, err := rs.decode(ev.KV)
+				if err != nil {
+					ce = storage.CachedEvent{Type: storage.Error, Err: err}
+					break
+				}
+				ce.Value = obj
+				if ev.Prev != nil {
+					if prev, err := rs.decode(*ev.Prev); err == nil {
+						ce.Prev = prev
+					}
+				}
+			}
+			select {
+			case out <- ce:
+			case <-ctx.Done():
+				return
+			}
+			if ce.Type == storage.Error {
+				return
+			}
+		}
+	}()
+	return out, nil
 }
 
 // watchStart turns the list options of a watch into where the cache starts.

@@ -1,0 +1,207 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+)
+
+// Knobs, from the environment. The defaults keep one server's run near two
+// minutes on two cores.
+var (
+	starts     = envInt("ORCH_BENCH_STARTS", 5)            // fresh starts timed to /readyz
+	phaseTime  = time.Duration(envInt("ORCH_BENCH_PHASE_MS", 3000)) * time.Millisecond
+	phaseOps   = envInt("ORCH_BENCH_PHASE_OPS", 20000)     // cap on operations per phase
+	clientSets = []int{1, 16, 64}
+	writers    = 4 // writers during the watch phases
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// phases is the API table, in the order the phases run.
+func phases() []phase {
+	var out []phase
+	add := func(workload string, formats ...string) {
+		for _, f := range formats {
+			for _, c := range clientSets {
+				out = append(out, phase{workload, f, c})
+			}
+		}
+	}
+	add("create", "json", "protobuf")
+	add("get", "json", "protobuf")
+	add("update", "json")
+	add("list", "json")
+	add("list limit=100", "json")
+	add("watch", "json")
+	return out
+}
+
+// BenchmarkServer measures ORCH_BIN (and the upstream peer when
+// KUBE_APISERVER_BIN and ETCD_BIN are set) and prints the tables once,
+// whatever b.N is. ORCH_BENCH_JSON names a file for the figures as JSON.
+func BenchmarkServer(b *testing.B) {
+	orchBin := os.Getenv("ORCH_BIN")
+	if orchBin == "" {
+		b.Skip("ORCH_BIN is not set: run `make bench`, or set ORCH_BIN to a built orch binary")
+	}
+	kinds := []kind{orchKind(orchBin)}
+	kas, etcd := os.Getenv("KUBE_APISERVER_BIN"), os.Getenv("ETCD_BIN")
+	if kas != "" && etcd != "" {
+		kinds = append(kinds, peerKind(kas, etcd))
+	} else {
+		fmt.Println("no peer: set KUBE_APISERVER_BIN and ETCD_BIN (see internal/e2e/bench/build-peer.sh) for a kube-apiserver column")
+	}
+	ps := phases()
+	var reports []*report
+	for _, k := range kinds {
+		fmt.Printf("measuring %s …\n", k.name)
+		reports = append(reports, measure(b, k, ps))
+	}
+	printReports(os.Stdout, ps, reports)
+	if path := os.Getenv("ORCH_BENCH_JSON"); path != "" {
+		all := map[string]map[string]float64{}
+		for _, r := range reports {
+			all[r.name] = r.metrics()
+		}
+		data, _ := json.MarshalIndent(all, "", "  ")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			b.Errorf("write %s: %v", path, err)
+		}
+	}
+	for _, r := range reports {
+		if r.err != nil {
+			b.Errorf("%s: %v", r.name, r.err)
+		}
+	}
+}
+
+// measure times the starts of k, then runs the API phases on one fresh
+// server, sampling its memory.
+func measure(b *testing.B, k kind, ps []phase) *report {
+	r := &report{name: k.name, results: map[string]result{}}
+	for i := range starts {
+		dir := b.TempDir()
+		t, took, err := k.start(dir)
+		if err != nil {
+			r.err = fmt.Errorf("fresh start %d: %w", i+1, err)
+			return r
+		}
+		r.fresh = append(r.fresh, took)
+		t.stop()
+		if k.restart == nil {
+			continue
+		}
+		t, took, err = k.restart(dir)
+		if err != nil {
+			r.err = fmt.Errorf("restart %d: %w", i+1, err)
+			return r
+		}
+		r.restart = append(r.restart, took)
+		t.stop()
+	}
+
+	t, _, err := k.start(b.TempDir())
+	if err != nil {
+		r.err = fmt.Errorf("start for the API phases: %w", err)
+		return r
+	}
+	defer t.stop()
+	time.Sleep(3 * time.Second) // let start-up work settle before "idle"
+	groups := memGroups(t)
+	for i := range groups {
+		groups[i].row.idleStart = memoryOf(groups[i].procs)
+		groups[i].sampler = startSampler(groups[i].procs)
+	}
+	r.err = runPhases(t, ps, r)
+	for i := range groups {
+		groups[i].row.peak = groups[i].sampler.stop()
+	}
+	time.Sleep(5 * time.Second) // idle again
+	for _, g := range groups {
+		g.row.idleAfter = memoryOf(g.procs)
+		r.mem = append(r.mem, *g.row)
+	}
+	r.logErrorCount, r.logErrors = scanLogs(t.procs)
+	return r
+}
+
+type memGroup struct {
+	row     *memRow
+	procs   []*proc
+	sampler *sampler
+}
+
+// memGroups is each process of t, plus their sum when there are several.
+func memGroups(t *target) []memGroup {
+	var gs []memGroup
+	for _, p := range t.procs {
+		gs = append(gs, memGroup{row: &memRow{name: p.name}, procs: []*proc{p}})
+	}
+	if len(t.procs) > 1 {
+		gs = append(gs, memGroup{row: &memRow{name: t.name}, procs: t.procs})
+	}
+	return gs
+}
+
+// runPhases makes the clients and the objects, then runs every phase.
+func runPhases(t *target, ps []phase, r *report) error {
+	maxClients := clientSets[len(clientSets)-1]
+	jsonClients, err := newClients(t.config, maxClients, false)
+	if err != nil {
+		return err
+	}
+	protoClients, err := newClients(t.config, maxClients, true)
+	if err != nil {
+		return err
+	}
+	writerClients, err := newClients(t.config, writers, false)
+	if err != nil {
+		return err
+	}
+	if err := setup(jsonClients, writers); err != nil {
+		return err
+	}
+	upd := newUpdater(maxClients)
+	for _, p := range ps {
+		clients := jsonClients[:p.clients]
+		if p.format == "protobuf" {
+			clients = protoClients[:p.clients]
+		}
+		var op func(*kubernetes.Clientset) // unused placeholder for clarity
+		_ = op
+		switch p.workload {
+		case "create":
+			r.results[p.key()] = runPhase(clients, phaseOps, phaseTime, opCreate(fmt.Sprintf("c-%s-%d", p.format, p.clients)))
+		case "get":
+			r.results[p.key()] = runPhase(clients, phaseOps, phaseTime, opGet)
+		case "update":
+			r.results[p.key()] = runPhase(clients, phaseOps, phaseTime, upd.op)
+		case "list":
+			r.results[p.key()] = runPhase(clients, phaseOps, phaseTime, opList)
+		case "list limit=100":
+			r.results[p.key()] = runPhase(clients, phaseOps, phaseTime, newPager(p.clients).op)
+		case "watch":
+			r.results[p.key()] = runWatch(clients, writerClients, phaseTime)
+		}
+		res := r.results[p.key()]
+		fmt.Printf("  %-26s %8.0f ops/s  p50 %7.2f ms  p99 %8.2f ms  errors %d\n",
+			fmt.Sprintf("%s %s %d", p.workload, p.format, p.clients), res.rate(), ms(res.quantile(0.5)), ms(res.quantile(0.99)), res.errors)
+		for _, pr := range t.procs {
+			if pr.exited() {
+				return fmt.Errorf("%s exited during %s (%v); last log lines:\n%s", pr.name, p.key(), pr.err, pr.tail(15))
+			}
+		}
+	}
+	return nil
+}

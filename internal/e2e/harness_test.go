@@ -1,0 +1,215 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startTimeout bounds how long a server may take to answer /readyz and
+// create its default objects; generous because the machine is shared.
+const startTimeout = 60 * time.Second
+
+// Server is one `orch server` process with its data directory and ports.
+type Server struct {
+	t          *testing.T
+	Dir        string // --data-dir
+	Kubeconfig string // --write-kubeconfig
+	Port       int    // --https-listen-port
+	etcdPorts  [2]int // client, peer
+	starts     int    // how many times it was started (one log file each)
+	cmd        *exec.Cmd
+	done       chan struct{} // closed when the process has exited
+	exitErr    error
+}
+
+// StartServer starts a server in a fresh temporary directory on free
+// loopback ports and waits until it is ready; it is stopped when t ends.
+func StartServer(t *testing.T) *Server {
+	t.Helper()
+	dir := t.TempDir()
+	s := &Server{t: t, Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig.yaml")}
+	s.Port = freePort(t)
+	s.etcdPorts = [2]int{freePort(t), freePort(t)}
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			t.Logf("server logs:\n%s", s.Logs())
+		}
+	})
+	s.Start()
+	return s
+}
+
+// URL is the apiserver's address.
+func (s *Server) URL() string { return fmt.Sprintf("https://127.0.0.1:%d", s.Port) }
+
+// Start starts the process (again) on the same data directory and ports and
+// waits for /readyz and the default namespaces and kubernetes Service.
+func (s *Server) Start() {
+	s.t.Helper()
+	if s.cmd != nil {
+		s.t.Fatal("server is already running")
+	}
+	s.starts++
+	out, err := os.Create(s.logPath(s.starts))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	cmd := exec.Command(orchBin, "server", "--data-dir", s.Dir, "--write-kubeconfig", s.Kubeconfig,
+		"--bind-address", "127.0.0.1", "--https-listen-port", strconv.Itoa(s.Port),
+		"--etcd-client-port", strconv.Itoa(s.etcdPorts[0]), "--etcd-peer-port", strconv.Itoa(s.etcdPorts[1]))
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Env = append(os.Environ(), "KUBECONFIG=/dev/null")
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		s.t.Fatalf("start %s: %v", orchBin, err)
+	}
+	s.cmd, s.done = cmd, make(chan struct{})
+	go func(done chan struct{}) {
+		s.exitErr = cmd.Wait()
+		out.Close()
+		close(done)
+	}(s.done)
+	s.waitReady()
+}
+
+// Stop sends SIGTERM and waits for the process to exit (SIGKILL and a test
+// failure if it does not within 30 seconds).
+func (s *Server) Stop() {
+	s.t.Helper()
+	if s.cmd == nil {
+		return
+	}
+	defer func() { s.cmd = nil }()
+	select {
+	case <-s.done:
+		s.t.Errorf("orch server exited before it was stopped: %v", s.exitErr)
+		return
+	default:
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+		if s.exitErr != nil {
+			s.t.Errorf("orch server did not exit cleanly on SIGTERM: %v", s.exitErr)
+		}
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.done
+		s.t.Errorf("orch server did not exit within 30s of SIGTERM")
+	}
+}
+
+// Restart stops the server and starts it again on the same data directory.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Stop()
+	s.Start()
+}
+
+func (s *Server) logPath(n int) string { return filepath.Join(s.Dir, fmt.Sprintf("server-%d.log", n)) }
+
+// Logs is the output of every run of the process so far.
+func (s *Server) Logs() string {
+	var b strings.Builder
+	for i := 1; i <= s.starts; i++ {
+		data, _ := os.ReadFile(s.logPath(i))
+		fmt.Fprintf(&b, "--- run %d ---\n%s", i, data)
+	}
+	return b.String()
+}
+
+// RunLog is the output of the n-th run (1-based).
+func (s *Server) RunLog(n int) string {
+	data, _ := os.ReadFile(s.logPath(n))
+	return string(data)
+}
+
+// waitReady polls /readyz (anonymous, allowed) and then the bootstrap
+// objects with the admin certificate, failing fast if the process exits.
+func (s *Server) waitReady() {
+	s.t.Helper()
+	deadline := time.Now().Add(startTimeout)
+	var last string
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.done:
+			s.cmd = nil
+			s.t.Fatalf("orch server exited during start: %v\n%s", s.exitErr, s.Logs())
+		default:
+		}
+		last = s.readyProblem()
+		if last == "" {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.t.Fatalf("orch server not ready within %v: %s\n%s", startTimeout, last, s.Logs())
+}
+
+// readyProblem says what is not ready yet, or "" when all is.
+func (s *Server) readyProblem() string {
+	if _, err := os.Stat(s.Kubeconfig); err != nil {
+		return "no kubeconfig yet"
+	}
+	c, err := s.anonymousClient()
+	if err != nil {
+		return err.Error()
+	}
+	if r, err := c.get(s.URL() + "/readyz"); err != nil || r.Code != 200 {
+		return fmt.Sprintf("/readyz: %v %s", err, r.describe())
+	}
+	admin, err := s.adminClient()
+	if err != nil {
+		return err.Error()
+	}
+	paths := []string{"/api/v1/namespaces/default/services/kubernetes"}
+	for _, ns := range defaultNamespaces {
+		paths = append(paths, "/api/v1/namespaces/"+ns)
+	}
+	for _, p := range paths {
+		if r, err := admin.get(s.URL() + p); err != nil || r.Code != 200 {
+			return fmt.Sprintf("GET %s: %v %s", p, err, r.describe())
+		}
+	}
+	return ""
+}
+
+// defaultNamespaces exist in every cluster.
+var defaultNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
+
+// freePort is a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// eventually polls cond until it returns "" or timeout passes, then fails
+// with the last thing cond reported.
+func eventually(t *testing.T, timeout time.Duration, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		msg := cond()
+		if msg == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", timeout, msg)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
