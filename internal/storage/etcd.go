@@ -136,7 +136,17 @@ func (e *Etcd) Watch(ctx context.Context, prefix string, fromRevision int64) <-c
 		ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 		defer cancel()
 		wch := e.client.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(fromRevision+1), clientv3.WithPrevKV())
-		for resp := range wch {
+		for {
+			var resp clientv3.WatchResponse
+			var ok bool
+			select {
+			case <-ctx.Done():
+				return
+			case resp, ok = <-wch:
+			}
+			if !ok {
+				break
+			}
 			if err := resp.Err(); err != nil {
 				send(ctx, out, Event{Type: Error, Err: fmt.Errorf("etcd watch %q: %w", prefix, mapEtcdError(err))})
 				return
