@@ -214,7 +214,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, info r
 	for _, item := range items {
 		accessor := mustAccessor(item)
 		_, _, err := s.deleteObject(r.Context(), rs, accessor.GetNamespace(), accessor.GetName(), opts)
-		if err != nil && !apierrors.IsNotFound(err) {
+		if err != nil && !isNotFound(err) {
 			s.respondError(w, r, err, rs.gr, accessor.GetName())
 			return
 		}

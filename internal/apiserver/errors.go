@@ -57,3 +57,8 @@ func notImplemented(what string) error {
 func badRequest(format string, args ...any) error {
 	return apierrors.NewBadRequest(fmt.Sprintf(format, args...))
 }
+
+// isNotFound is true for storage's ErrNotFound and for a 404 Status.
+func isNotFound(err error) bool {
+	return errors.Is(err, storage.ErrNotFound) || apierrors.IsNotFound(err)
+}

@@ -51,7 +51,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, info requestInfo,
 	unconditional := !bytes.Contains(data, []byte(`"resourceVersion"`)) && !bytes.Contains(data, []byte("resourceVersion:"))
 	code := http.StatusOK
 	result, err := s.retryUpdate(r.Context(), rs, info, unconditional, mutate, subresource, wr)
-	if apierrors.IsNotFound(err) && patchType == types.ApplyYAMLPatchType && subresource == "" {
+	if isNotFound(err) && patchType == types.ApplyYAMLPatchType && subresource == "" {
 		result, err = s.applyCreate(r.Context(), rs, info, data, wr, force)
 		code = http.StatusCreated
 	}

@@ -174,7 +174,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, info requestInfo
 		}
 		return obj.DeepCopyObject(), nil
 	}, subresource, wr)
-	if apierrors.IsNotFound(err) && subresource == "" && allowCreateOnUpdate(rs) {
+	if isNotFound(err) && subresource == "" && allowCreateOnUpdate(rs) {
 		accessor.SetResourceVersion("")
 		result, err = s.createObject(r.Context(), rs, info.Namespace, obj, wr)
 		code = http.StatusCreated

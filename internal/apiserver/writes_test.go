@@ -1,0 +1,222 @@
+package apiserver_test
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	appsv1apply "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1apply "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1apply "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func deployment(name string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:1"}}},
+			},
+		},
+	}
+}
+
+func TestStatusSubresourceAndGeneration(t *testing.T) {
+	ctx := testContext(t)
+	_, client := newClient(t, "gen")
+	deploys := client.AppsV1().Deployments("gen")
+	d, err := deploys.Create(ctx, deployment("web"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Generation != 1 || *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType {
+		t.Fatalf("created: generation %d replicas %d strategy %q; want 1, 1 (default), RollingUpdate", d.Generation, *d.Spec.Replicas, d.Spec.Strategy.Type)
+	}
+	// Status through the main resource is ignored; labels do not bump generation.
+	d.Status.Replicas = 7
+	d.Labels = map[string]string{"x": "y"}
+	if d, err = deploys.Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d.Status.Replicas != 0 || d.Generation != 1 {
+		t.Fatalf("after a metadata update: status.replicas %d generation %d; want 0 and 1", d.Status.Replicas, d.Generation)
+	}
+	// /status changes status only, and never the generation.
+	d.Status.Replicas = 3
+	d.Spec.Replicas = ptr.To[int32](9)
+	if d, err = deploys.UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d.Status.Replicas != 3 || *d.Spec.Replicas != 1 || d.Generation != 1 {
+		t.Fatalf("after /status: status.replicas %d spec.replicas %d generation %d; want 3, 1, 1", d.Status.Replicas, *d.Spec.Replicas, d.Generation)
+	}
+	// A spec change bumps the generation and keeps the status.
+	d.Spec.Replicas = ptr.To[int32](2)
+	if d, err = deploys.Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d.Generation != 2 || d.Status.Replicas != 3 {
+		t.Fatalf("after a spec change: generation %d status.replicas %d; want 2 and 3", d.Generation, d.Status.Replicas)
+	}
+	// The scale subresource reads and writes spec.replicas.
+	scale, err := deploys.GetScale(ctx, "web", metav1.GetOptions{})
+	if err != nil || scale.Spec.Replicas != 2 || scale.Status.Selector != "app=web" {
+		t.Fatalf("scale = %+v, %v", scale, err)
+	}
+	scale.Spec.Replicas = 5
+	if _, err := deploys.UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ = deploys.Get(ctx, "web", metav1.GetOptions{}); *d.Spec.Replicas != 5 || d.Generation != 3 {
+		t.Fatalf("after scale: replicas %d generation %d; want 5 and 3", *d.Spec.Replicas, d.Generation)
+	}
+	// Immutable selector.
+	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "other"}}
+	d.Spec.Template.Labels = map[string]string{"app": "other"}
+	if _, err := deploys.Update(ctx, d, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("changing the selector: %v, want 422 Invalid", err)
+	}
+}
+
+func TestFinalizersHoldDeletion(t *testing.T) {
+	ctx := testContext(t)
+	_, client := newClient(t, "fin")
+	cms := client.CoreV1().ConfigMaps("fin")
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "held", Finalizers: []string{"example.com/hold"}}}
+	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cms.Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := cms.Get(ctx, "held", metav1.GetOptions{})
+	if err != nil || held.DeletionTimestamp == nil {
+		t.Fatalf("after delete with a finalizer: %v, %v; want the object with deletionTimestamp", held, err)
+	}
+	held.Finalizers = nil
+	if _, err := cms.Update(ctx, held, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.Get(ctx, "held", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("after removing the last finalizer: %v, want NotFound", err)
+	}
+	// Foreground propagation adds its finalizer; preconditions are checked.
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "fg"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wrongUID := types.UID("not-the-uid")
+	if err := cms.Delete(ctx, "fg", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &wrongUID}}); !apierrors.IsConflict(err) {
+		t.Fatalf("delete with a wrong UID precondition: %v, want 409", err)
+	}
+	if err := cms.Delete(ctx, "fg", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)}); err != nil {
+		t.Fatal(err)
+	}
+	fg, err := cms.Get(ctx, "fg", metav1.GetOptions{})
+	if err != nil || len(fg.Finalizers) != 1 || fg.Finalizers[0] != metav1.FinalizerDeleteDependents {
+		t.Fatalf("after a foreground delete: %v, %v; want the foregroundDeletion finalizer", fg, err)
+	}
+}
+
+func TestDryRunStoresNothing(t *testing.T) {
+	ctx := testContext(t)
+	_, client := newClient(t, "dry")
+	cms := client.CoreV1().ConfigMaps("dry")
+	out, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ghost"}}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil || out.UID == "" {
+		t.Fatalf("dry-run create: %v, %v; want the object as it would be stored", out, err)
+	}
+	if _, err := cms.Get(ctx, "ghost", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("after a dry-run create: %v, want NotFound", err)
+	}
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "real"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cms.Delete(ctx, "real", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.Get(ctx, "real", metav1.GetOptions{}); err != nil {
+		t.Fatalf("after a dry-run delete: %v, want the object", err)
+	}
+}
+
+func TestServerSideApply(t *testing.T) {
+	ctx := testContext(t)
+	_, client := newClient(t, "ssa")
+	cms := client.CoreV1().ConfigMaps("ssa")
+	apply := corev1apply.ConfigMap("cfg", "ssa").WithData(map[string]string{"a": "1"})
+	cm, err := cms.Apply(ctx, apply, metav1.ApplyOptions{FieldManager: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["a"] != "1" || len(cm.ManagedFields) != 1 || cm.ManagedFields[0].Manager != "alice" || cm.ManagedFields[0].Operation != metav1.ManagedFieldsOperationApply {
+		t.Fatalf("applied: data %v managedFields %+v", cm.Data, cm.ManagedFields)
+	}
+	// Another manager applying the same field conflicts unless it forces.
+	_, err = cms.Apply(ctx, corev1apply.ConfigMap("cfg", "ssa").WithData(map[string]string{"a": "2"}), metav1.ApplyOptions{FieldManager: "bob"})
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("conflicting apply: %v, want 409 Conflict", err)
+	}
+	cm, err = cms.Apply(ctx, corev1apply.ConfigMap("cfg", "ssa").WithData(map[string]string{"a": "2"}), metav1.ApplyOptions{FieldManager: "bob", Force: true})
+	if err != nil || cm.Data["a"] != "2" {
+		t.Fatalf("forced apply: %v, %v", cm, err)
+	}
+	// Lists keyed by name merge: two managers own one container each.
+	d := appsv1apply.Deployment("web", "ssa").WithSpec(appsv1apply.DeploymentSpec().
+		WithSelector(metav1apply.LabelSelector().WithMatchLabels(map[string]string{"app": "web"})).
+		WithTemplate(corev1apply.PodTemplateSpec().WithLabels(map[string]string{"app": "web"}).
+			WithSpec(corev1apply.PodSpec().WithContainers(corev1apply.Container().WithName("a").WithImage("busybox:1")))))
+	if _, err := client.AppsV1().Deployments("ssa").Apply(ctx, d, metav1.ApplyOptions{FieldManager: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	sidecar := appsv1apply.Deployment("web", "ssa").WithSpec(appsv1apply.DeploymentSpec().
+		WithTemplate(corev1apply.PodTemplateSpec().WithSpec(corev1apply.PodSpec().WithContainers(corev1apply.Container().WithName("b").WithImage("busybox:2")))))
+	merged, err := client.AppsV1().Deployments("ssa").Apply(ctx, sidecar, metav1.ApplyOptions{FieldManager: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(merged.Spec.Template.Spec.Containers); n != 2 {
+		t.Fatalf("after two managers applied one container each: %d containers, want 2", n)
+	}
+}
+
+func TestServiceAllocation(t *testing.T) {
+	ctx := testContext(t)
+	_, client := newClient(t, "svc")
+	services := client.CoreV1().Services("svc")
+	svc := func(name string, typ corev1.ServiceType, ip string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.ServiceSpec{
+			Type: typ, ClusterIP: ip, Selector: map[string]string{"app": name},
+			Ports: []corev1.ServicePort{{Port: 80}},
+		}}
+	}
+	a, err := services.Create(ctx, svc("a", corev1.ServiceTypeNodePort, ""), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Spec.ClusterIP == "" || a.Spec.ClusterIPs[0] != a.Spec.ClusterIP || a.Spec.Ports[0].NodePort < 30000 || a.Spec.Ports[0].TargetPort.IntValue() != 80 {
+		t.Fatalf("NodePort service: clusterIP %q nodePort %d targetPort %v", a.Spec.ClusterIP, a.Spec.Ports[0].NodePort, a.Spec.Ports[0].TargetPort)
+	}
+	if _, err := services.Create(ctx, svc("b", corev1.ServiceTypeClusterIP, a.Spec.ClusterIP), metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("a second service with the same cluster IP: %v, want 422", err)
+	}
+	if _, err := services.Create(ctx, svc("c", corev1.ServiceTypeClusterIP, "192.168.1.1"), metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("a cluster IP outside the range: %v, want 422", err)
+	}
+	if err := services.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := services.Create(ctx, svc("d", corev1.ServiceTypeClusterIP, a.Spec.ClusterIP), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("reusing a released cluster IP: %v", err)
+	}
+	headless, err := services.Create(ctx, svc("h", corev1.ServiceTypeClusterIP, corev1.ClusterIPNone), metav1.CreateOptions{})
+	if err != nil || headless.Spec.ClusterIP != corev1.ClusterIPNone {
+		t.Fatalf("headless service: %v, %v", headless, err)
+	}
+}
