@@ -42,6 +42,8 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, info requestInfo,
 		return
 	}
 	force := isTrue(r.URL.Query().Get("force"))
+	// Server-side apply records its own managed fields.
+	wr.keepManagedFields = patchType == types.ApplyYAMLPatchType
 	var warnings []string
 	mutate := func(old runtime.Object) (runtime.Object, error) {
 		obj, warns, err := s.applyPatch(rs, patchType, old, data, validation, wr.manager, force)
@@ -132,7 +134,7 @@ func (s *Server) applyCreate(ctx context.Context, rs *resourceStore, info reques
 	if err != nil {
 		return nil, err
 	}
-	return s.createObject(ctx, rs, info.Namespace, obj, writeRequest{manager: wr.manager, dryRun: wr.dryRun, keepManagedFields: true})
+	return s.createObject(ctx, rs, info.Namespace, obj, wr)
 }
 
 func decodeApply(patch []byte) (*unstructured.Unstructured, error) {

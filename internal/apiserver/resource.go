@@ -34,10 +34,16 @@ func (s *Server) serveResource(w http.ResponseWriter, r *http.Request, info requ
 			return
 		}
 		s.create(w, r, info, rs)
-	case "update":
-		s.update(w, r, info, rs, "")
-	case "patch":
-		s.patch(w, r, info, rs, "")
+	case "update", "patch":
+		if info.Name == "" {
+			s.respondError(w, r, apierrors.NewMethodNotSupported(rs.gr, info.Verb), rs.gr, "")
+			return
+		}
+		if info.Verb == "update" {
+			s.update(w, r, info, rs, "")
+		} else {
+			s.patch(w, r, info, rs, "")
+		}
 	case "delete":
 		s.delete(w, r, info, rs)
 	case "deletecollection":

@@ -262,9 +262,12 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 	if err := s.admitUpdate(ctx, rs, obj, old, wr.dryRun); err != nil {
 		return nil, err
 	}
-	managed, err := s.fields.update(rs, fieldSubresource, old, obj, wr.manager)
-	if err != nil {
-		return nil, err
+	managed := obj
+	if !wr.keepManagedFields {
+		var err error
+		if managed, err = s.fields.update(rs, fieldSubresource, old, obj, wr.manager); err != nil {
+			return nil, err
+		}
 	}
 	accessor = mustAccessor(managed)
 	accessor.SetResourceVersion(oldAccessor.GetResourceVersion())

@@ -25,6 +25,7 @@ type Server struct {
 	Port       int    // --https-listen-port
 	etcdPorts  [2]int // client, peer
 	starts     int    // how many times it was started (one log file each)
+	ready      bool   // it was ready once
 	cmd        *exec.Cmd
 	done       chan struct{} // closed when the process has exited
 	exitErr    error
@@ -36,8 +37,7 @@ func StartServer(t *testing.T) *Server {
 	t.Helper()
 	dir := t.TempDir()
 	s := &Server{t: t, Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig.yaml")}
-	s.Port = freePort(t)
-	s.etcdPorts = [2]int{freePort(t), freePort(t)}
+	s.pickPorts()
 	t.Cleanup(func() {
 		s.Stop()
 		if t.Failed() {
@@ -46,6 +46,11 @@ func StartServer(t *testing.T) *Server {
 	})
 	s.Start()
 	return s
+}
+
+func (s *Server) pickPorts() {
+	s.Port = freePort(s.t)
+	s.etcdPorts = [2]int{freePort(s.t), freePort(s.t)}
 }
 
 // URL is the apiserver's address.
@@ -58,6 +63,26 @@ func (s *Server) Start() {
 	if s.cmd != nil {
 		s.t.Fatal("server is already running")
 	}
+	for attempt := 1; ; attempt++ {
+		s.launch()
+		problem := s.waitReady()
+		if problem == "" {
+			s.ready = true
+			return
+		}
+		// Another process may take a port between freePort and the
+		// server's bind: before the first successful start, try others.
+		if s.cmd == nil && !s.ready && attempt < 3 && strings.Contains(s.RunLog(s.starts), "address already in use") {
+			s.pickPorts()
+			continue
+		}
+		s.t.Fatal(problem) // the logs follow from the cleanup
+	}
+}
+
+// launch starts the process with its output in a new log file.
+func (s *Server) launch() {
+	s.t.Helper()
 	s.starts++
 	out, err := os.Create(s.logPath(s.starts))
 	if err != nil {
@@ -78,11 +103,10 @@ func (s *Server) Start() {
 		out.Close()
 		close(done)
 	}(s.done)
-	s.waitReady()
 }
 
 // Stop sends SIGTERM and waits for the process to exit (SIGKILL and a test
-// failure if it does not within 30 seconds).
+// failure if it does not within 15 seconds).
 func (s *Server) Stop() {
 	s.t.Helper()
 	if s.cmd == nil {
@@ -101,10 +125,17 @@ func (s *Server) Stop() {
 		if s.exitErr != nil {
 			s.t.Errorf("orch server did not exit cleanly on SIGTERM: %v", s.exitErr)
 		}
-	case <-time.After(30 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.done
-		s.t.Errorf("orch server did not exit within 30s of SIGTERM")
+	case <-time.After(15 * time.Second):
+		// SIGQUIT makes the Go runtime print every goroutine to the log.
+		s.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-s.done:
+		case <-time.After(5 * time.Second):
+			s.cmd.Process.Kill()
+			<-s.done
+		}
+		s.t.Errorf("orch server did not exit within 15s of SIGTERM; its goroutines in orch code:\n%s",
+			orchGoroutines(s.logPath(s.starts)))
 	}
 }
 
@@ -117,42 +148,77 @@ func (s *Server) Restart() {
 
 func (s *Server) logPath(n int) string { return filepath.Join(s.Dir, fmt.Sprintf("server-%d.log", n)) }
 
-// Logs is the output of every run of the process so far.
+// Logs is the output of every run of the process so far, without the
+// goroutine dumps of SIGQUIT.
 func (s *Server) Logs() string {
 	var b strings.Builder
 	for i := 1; i <= s.starts; i++ {
-		data, _ := os.ReadFile(s.logPath(i))
-		fmt.Fprintf(&b, "--- run %d ---\n%s", i, data)
+		fmt.Fprintf(&b, "--- run %d ---\n%s", i, s.RunLog(i))
 	}
 	return b.String()
 }
 
-// RunLog is the output of the n-th run (1-based).
+// orchGoroutines condenses a SIGQUIT dump to the goroutines that run orch's
+// code: their orch frames (function and file:line), identical stacks counted.
+func orchGoroutines(logPath string) string {
+	data, _ := os.ReadFile(logPath)
+	_, dump, _ := strings.Cut(string(data), "SIGQUIT: quit")
+	counts := map[string]int{}
+	var order []string
+	for _, g := range strings.Split(dump, "\n\n") {
+		if !strings.HasPrefix(g, "goroutine ") || !strings.Contains(g, "orch/internal/") {
+			continue
+		}
+		var frames []string
+		for _, l := range strings.Split(g, "\n") {
+			if strings.Contains(l, "orch/internal/") || strings.Contains(l, "etcd/client/v3") {
+				l, _, _ = strings.Cut(strings.TrimSpace(l), " +0x")
+				if i := strings.LastIndex(l, "("); i > 0 && !strings.Contains(l, ".go:") {
+					l = l[:i]
+				}
+				frames = append(frames, "  "+l)
+			}
+		}
+		key := strings.Join(frames, "\n")
+		if counts[key] == 0 {
+			order = append(order, key)
+		}
+		counts[key]++
+	}
+	var b strings.Builder
+	for _, k := range order {
+		fmt.Fprintf(&b, "%d goroutine(s):\n%s\n", counts[k], k)
+	}
+	return b.String()
+}
+
+// RunLog is the output of the n-th run (1-based), without a goroutine dump.
 func (s *Server) RunLog(n int) string {
 	data, _ := os.ReadFile(s.logPath(n))
-	return string(data)
+	log, _, _ := strings.Cut(string(data), "SIGQUIT: quit")
+	return log
 }
 
 // waitReady polls /readyz (anonymous, allowed) and then the bootstrap
-// objects with the admin certificate, failing fast if the process exits.
-func (s *Server) waitReady() {
-	s.t.Helper()
+// objects with the admin certificate; it returns what went wrong, or "".
+// If the process exits it returns at once (and s.cmd is nil).
+func (s *Server) waitReady() string {
 	deadline := time.Now().Add(startTimeout)
 	var last string
 	for time.Now().Before(deadline) {
 		select {
 		case <-s.done:
 			s.cmd = nil
-			s.t.Fatalf("orch server exited during start: %v\n%s", s.exitErr, s.Logs())
+			return fmt.Sprintf("orch server exited during start: %v", s.exitErr)
 		default:
 		}
 		last = s.readyProblem()
 		if last == "" {
-			return
+			return ""
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	s.t.Fatalf("orch server not ready within %v: %s\n%s", startTimeout, last, s.Logs())
+	return fmt.Sprintf("orch server not ready within %v: %s", startTimeout, last)
 }
 
 // readyProblem says what is not ready yet, or "" when all is.

@@ -45,7 +45,6 @@ func (s *Server) Run(t *testing.T, c Cmd) Result {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, orchBin, append([]string{"kubectl"}, c.Args...)...)
 	cmd.Env = s.kubectlEnv(c.Env)
-	cmd.Dir = s.Dir
 	cmd.Stdin = strings.NewReader(c.Stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
