@@ -39,6 +39,9 @@ check:
 	  if ! diff -q go.mod /tmp/orch-go.mod.bak >/dev/null || ! diff -q go.sum /tmp/orch-go.sum.bak >/dev/null; then \
 	    cp /tmp/orch-go.mod.bak go.mod; cp /tmp/orch-go.sum.bak go.sum; echo "go mod tidy changes go.mod/go.sum: run it and commit"; exit 1; fi
 
+# make bench: start bin/orch afresh and print start time, API throughput and
+# latency, and memory (docs/benchmarks.md). With KUBE_APISERVER_BIN and ETCD_BIN
+# set (internal/e2e/bench/build-peer.sh) upstream runs the same load alongside.
 bench: build
 	ORCH_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./internal/e2e/bench/...
 

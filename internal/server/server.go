@@ -93,7 +93,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return store.RunCompactor(ctx, 5*time.Minute, log.With("component", "compactor"))
 		})},
 		run.Named{Name: "watch-cache", Runnable: api},
-		run.Named{Name: "https", Runnable: run.Func(func(ctx context.Context) error { return serve(ctx, httpServer, listener) })},
+		run.Named{Name: "https", Runnable: run.Func(func(ctx context.Context) error {
+			// Requests end with the server, so open watches do not hold up shutdown.
+			httpServer.BaseContext = func(net.Listener) context.Context { return ctx }
+			return serve(ctx, httpServer, listener)
+		})},
 		run.Named{Name: "bootstrap", Runnable: &bootstrap{cfg: p, rest: loopback, log: log.With("component", "bootstrap")}},
 	)
 }

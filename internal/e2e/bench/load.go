@@ -63,8 +63,8 @@ func (e *errorLog) add(err error) {
 		e.msgs = map[string]int{}
 	}
 	msg := err.Error()
-	if len(msg) > 200 {
-		msg = msg[:200] + "…"
+	if len(msg) > 400 {
+		msg = msg[:400] + "…"
 	}
 	if _, ok := e.msgs[msg]; ok || len(e.msgs) < 5 {
 		e.msgs[msg]++

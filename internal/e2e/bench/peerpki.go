@@ -24,6 +24,19 @@ type peerPKI struct {
 
 func (p peerPKI) path(name string) string { return filepath.Join(p.dir, name) }
 
+// ensurePeerPKI loads the files writePeerPKI made in dir, or makes them.
+func ensurePeerPKI(dir string) (peerPKI, error) {
+	p := peerPKI{dir: dir}
+	var errs [3]error
+	p.caPEM, errs[0] = os.ReadFile(p.path("ca.crt"))
+	p.adminCert, errs[1] = os.ReadFile(p.path("admin.crt"))
+	p.adminKey, errs[2] = os.ReadFile(p.path("admin.key"))
+	if errs[0] == nil && errs[1] == nil && errs[2] == nil {
+		return p, nil
+	}
+	return writePeerPKI(dir)
+}
+
 // writePeerPKI makes a CA, a serving certificate for 127.0.0.1 and localhost,
 // an admin client certificate (O=system:masters, like orch's) and a service
 // account signing key, all ECDSA P-256.
@@ -95,8 +108,9 @@ func writePeerPKI(dir string) (peerPKI, error) {
 	}
 	files := map[string][]byte{
 		"ca.crt": p.caPEM, "serving.crt": servingCert, "serving.key": servingKey,
-		"sa.key": pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: saKeyDER}),
-		"sa.pub": pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
+		"sa.key":    pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: saKeyDER}),
+		"sa.pub":    pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
+		"admin.crt": p.adminCert, "admin.key": p.adminKey,
 	}
 	for name, data := range files {
 		if err := os.WriteFile(p.path(name), data, 0o600); err != nil {

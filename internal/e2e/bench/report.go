@@ -23,8 +23,8 @@ func (p phase) key() string { return fmt.Sprintf("%s/%s/%d", p.workload, p.forma
 
 // memRow is the memory of one process (or the sum of a target's processes).
 type memRow struct {
-	name                         string
-	idleStart, peak, idleAfter   memory
+	name                       string
+	idleStart, peak, idleAfter memory
 }
 
 // report is everything measured on one kind of server.

@@ -29,14 +29,12 @@ func (t *target) stop() {
 	}
 }
 
-// kind says how to start one kind of server in a fresh directory. start
-// returns the running target and the time from the first process start to
-// /readyz ok.
+// kind says how to start one kind of server in dir: afresh when dir is
+// empty, or again on the state an earlier start left there. start returns the
+// running target and the time from the first process start to /readyz ok.
 type kind struct {
 	name  string
 	start func(dir string) (*target, time.Duration, error)
-	// restart starts again on dir after a stop, when the kind supports it.
-	restart func(dir string) (*target, time.Duration, error)
 }
 
 // orchKind runs bin as `orch server` with its data, kubeconfig and an empty
@@ -71,7 +69,7 @@ func orchKind(bin string) kind {
 		}
 		return &target{name: "orch", procs: []*proc{p}, config: config}, took, nil
 	}
-	return kind{name: "orch", start: start, restart: start}
+	return kind{name: "orch", start: start}
 }
 
 // dirPorts returns the three ports (https, etcd client, etcd peer) of the
@@ -92,23 +90,25 @@ func dirPorts(dir string) ([]int, error) {
 	return ports, os.WriteFile(file, []byte(fmt.Sprintln(ports[0], ports[1], ports[2])), 0o600)
 }
 
-// peerKind runs upstream etcd and kube-apiserver side by side, configured like
-// orch's embedded etcd (same quota, request size and snapshot count; fsync on).
-// The PKI is made before the clock starts; orch makes its own inside its time.
+// peerKind runs upstream etcd and kube-apiserver side by side, the etcd
+// configured like orch's embedded one (same quota, request size and snapshot
+// count; fsync on). Both start at once (kube-apiserver retries etcd until it
+// answers). The PKI is made before the clock starts; orch makes its own inside
+// its time.
 func peerKind(apiserverBin, etcdBin string) kind {
 	start := func(dir string) (*target, time.Duration, error) {
-		ports, err := freePorts(3)
+		ports, err := dirPorts(dir)
 		if err != nil {
 			return nil, 0, err
 		}
-		pki, err := writePeerPKI(filepath.Join(dir, "pki"))
+		pki, err := ensurePeerPKI(filepath.Join(dir, "pki"))
 		if err != nil {
 			return nil, 0, err
 		}
 		etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
 		peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[2])
 		t0 := time.Now()
-		etcd, err := startProc("etcd", filepath.Join(dir, "etcd.log"), etcdBin,
+		etcd, err := startProc("etcd", filepath.Join(dir, fmt.Sprintf("etcd-%d.log", t0.UnixNano())), etcdBin,
 			"--name", "default", "--data-dir", filepath.Join(dir, "etcd"),
 			"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
 			"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
@@ -117,14 +117,16 @@ func peerKind(apiserverBin, etcdBin string) kind {
 		if err != nil {
 			return nil, 0, err
 		}
-		kas, err := startProc("kube-apiserver", filepath.Join(dir, "kube-apiserver.log"), apiserverBin,
+		kas, err := startProc("kube-apiserver", filepath.Join(dir, fmt.Sprintf("kube-apiserver-%d.log", t0.UnixNano())), apiserverBin,
 			"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
 			"--secure-port", strconv.Itoa(ports[0]), "--cert-dir", filepath.Join(dir, "certs"),
 			"--tls-cert-file", pki.path("serving.crt"), "--tls-private-key-file", pki.path("serving.key"),
 			"--client-ca-file", pki.path("ca.crt"), "--authorization-mode", "RBAC",
 			"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 			"--service-account-key-file", pki.path("sa.pub"), "--service-account-signing-key-file", pki.path("sa.key"),
-			"--service-cluster-ip-range", "10.43.0.0/16", "--profiling=false")
+			"--service-cluster-ip-range", "10.43.0.0/16", "--profiling=false",
+			// A loopback advertise address needs the endpoint reconciler off.
+			"--endpoint-reconciler-type", "none")
 		if err != nil {
 			etcd.stop(5 * time.Second)
 			return nil, 0, err

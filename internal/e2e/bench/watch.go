@@ -51,6 +51,7 @@ func runWatch(watchers, writers []*kubernetes.Clientset, dur time.Duration) resu
 
 	var (
 		delivered atomic.Int64
+		stopping  atomic.Bool  // set before Stop: errors after it are ours
 		lastEvent atomic.Int64 // unix nanos
 		wg        sync.WaitGroup
 		perWatch  = make([][]time.Duration, len(streams))
@@ -62,6 +63,9 @@ func runWatch(watchers, writers []*kubernetes.Clientset, dur time.Duration) resu
 			for ev := range w.ResultChan() {
 				now := time.Now()
 				if ev.Type == watch.Error {
+					if stopping.Load() {
+						continue
+					}
 					errs.add(fmt.Errorf("watch error event: %v", ev.Object))
 					continue
 				}
@@ -82,23 +86,20 @@ func runWatch(watchers, writers []*kubernetes.Clientset, dur time.Duration) resu
 	}
 
 	start := time.Now()
-	writes := runPhase(writers, 1_000_000, dur, func(ctx context.Context, cs *kubernetes.Clientset, c, seq int) error {
-		cms := cs.CoreV1().ConfigMaps(nsWatch)
-		obj := configMap(nsWatch, "w-"+strconv.Itoa(c))
-		obj.Data["sent"] = strconv.FormatInt(time.Now().UnixNano(), 10)
-		_, err := cms.Update(ctx, obj, metav1.UpdateOptions{}) // no resourceVersion: unconditional
-		return err
-	})
+	upd := newUpdater(nsWatch, "w-", len(writers))
+	upd.stamp = func(data map[string]string) { data["sent"] = strconv.FormatInt(time.Now().UnixNano(), 10) }
+	writes := runPhase(writers, 1_000_000, dur, upd.op)
 	errs.merge("write: ", writes)
 	want := int64(writes.ops) * int64(len(streams))
 	drainEnd := time.Now().Add(watchDrain)
 	for delivered.Load() < want && time.Now().Before(drainEnd) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	cancel()
+	stopping.Store(true)
 	for _, w := range streams {
 		w.Stop()
 	}
+	cancel()
 	wg.Wait()
 
 	r := result{errors: errs.n, errMsgs: errs.msgs}

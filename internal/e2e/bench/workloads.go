@@ -84,16 +84,23 @@ func opGet(ctx context.Context, cs *kubernetes.Clientset, _, _ int) error {
 	return err
 }
 
-// updater updates each client's own configmap (so no write conflicts with
-// another client), carrying the resourceVersion each update returns.
-type updater struct{ cur []*corev1.ConfigMap }
+// updater updates each client's own configmap (<prefix><client> in ns), so
+// no two clients conflict, carrying the resourceVersion each update returns;
+// stamp, when set, adds data to each update just before it is sent.
+type updater struct {
+	ns, prefix string
+	stamp      func(data map[string]string)
+	cur        []*corev1.ConfigMap
+}
 
-func newUpdater(clients int) *updater { return &updater{cur: make([]*corev1.ConfigMap, clients)} }
+func newUpdater(ns, prefix string, clients int) *updater {
+	return &updater{ns: ns, prefix: prefix, cur: make([]*corev1.ConfigMap, clients)}
+}
 
 func (u *updater) op(ctx context.Context, cs *kubernetes.Clientset, c, seq int) error {
-	cms := cs.CoreV1().ConfigMaps(nsUpdate)
+	cms := cs.CoreV1().ConfigMaps(u.ns)
 	if u.cur[c] == nil {
-		got, err := cms.Get(ctx, "u-"+strconv.Itoa(c), metav1.GetOptions{})
+		got, err := cms.Get(ctx, u.prefix+strconv.Itoa(c), metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -101,6 +108,9 @@ func (u *updater) op(ctx context.Context, cs *kubernetes.Clientset, c, seq int) 
 	}
 	obj := u.cur[c].DeepCopy()
 	obj.Data["n"] = strconv.Itoa(seq)
+	if u.stamp != nil {
+		u.stamp(obj.Data)
+	}
 	got, err := cms.Update(ctx, obj, metav1.UpdateOptions{})
 	if err != nil {
 		u.cur[c] = nil // fetch afresh next time
