@@ -35,6 +35,7 @@ test: deps build
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) test -count=1 -run TestImportBoundaries ./internal/
 	@cp go.mod /tmp/orch-go.mod.bak; cp go.sum /tmp/orch-go.sum.bak; $(GO) mod tidy; \
 	  if ! diff -q go.mod /tmp/orch-go.mod.bak >/dev/null || ! diff -q go.sum /tmp/orch-go.sum.bak >/dev/null; then \
 	    cp /tmp/orch-go.mod.bak go.mod; cp /tmp/orch-go.sum.bak go.sum; echo "go mod tidy changes go.mod/go.sum: run it and commit"; exit 1; fi
