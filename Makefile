@@ -18,7 +18,7 @@ DATA_DIR ?= /var/lib/orch
 .PHONY: build run test check bench clean deps
 
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
 
 # make run: build and start a one-node cluster with the embedded defaults.
 run: build

@@ -16,6 +16,7 @@ import (
 	"orch/internal/apiserver"
 	"orch/internal/apiserver/filters"
 	"orch/internal/apiserver/registry/all"
+	"orch/internal/memory"
 	"orch/internal/pki"
 	"orch/internal/run"
 	"orch/internal/storage"
@@ -78,6 +79,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		if ready == nil {
 			log.Info("orch server is ready", "took", time.Since(start).Round(time.Millisecond).String(),
 				"kubeconfig", p.WriteKubeconfig, "try", "orch kubectl get namespaces", "join-token-file", p.tokenPath())
+			if _, err := memory.ShedExecutablePages(); err != nil {
+				log.Debug("cannot give back start-up pages of the executable", "err", err)
+			}
 		}
 	}()
 	return run.Group(ctx, log,
