@@ -11,53 +11,59 @@ import (
 
 func serverCommand() *cli.Command {
 	return &cli.Command{
-		Name:  "server",
-		Usage: "run the control plane (embedded etcd, apiserver) on this machine",
-		Flags: []cli.Flag{
-			configFlag(),
-			&cli.StringFlag{Name: "data-dir", Value: "/var/lib/orch", Usage: "where orch keeps its state"},
-			&cli.StringFlag{Name: "write-kubeconfig", Value: defaultKubeconfig, Usage: "where to write the admin kubeconfig"},
-			&cli.StringFlag{Name: "write-kubeconfig-mode", Value: "0600", Usage: "file mode of the admin kubeconfig (octal)"},
-			&cli.IntFlag{Name: "https-listen-port", Value: 6443, Usage: "port of the apiserver"},
-			&cli.StringFlag{Name: "bind-address", Value: "0.0.0.0", Usage: "address the apiserver listens on"},
-			&cli.StringFlag{Name: "advertise-address", Usage: "address agents and the kubernetes Service use to reach this server (default: --node-ip or the host's address)"},
-			&cli.StringSliceFlag{Name: "node-ip", Usage: "IP addresses of this node"},
-			&cli.StringSliceFlag{Name: "tls-san", Usage: "extra host names or IPs in the serving certificate"},
-			&cli.StringFlag{Name: "cluster-cidr", Value: "10.42.0.0/16", Usage: "pod network"},
-			&cli.StringFlag{Name: "service-cidr", Value: "10.43.0.0/16", Usage: "service cluster IP range"},
-			&cli.StringFlag{Name: "cluster-dns", Value: "10.43.0.10", Usage: "cluster DNS service IP"},
-			&cli.StringFlag{Name: "cluster-domain", Value: "cluster.local", Usage: "cluster DNS domain"},
-			&cli.BoolFlag{Name: "disable-agent", Usage: "run the control plane only (no agent on this node; the agent does not exist yet, so none runs either way)"},
-			&cli.IntFlag{Name: "etcd-client-port", Value: 2379, Usage: "loopback port of the embedded etcd's clients"},
-			&cli.IntFlag{Name: "etcd-peer-port", Value: 2380, Usage: "loopback port of the embedded etcd's peers"},
-			&cli.BoolFlag{Name: "debug", Usage: "log at debug level"},
-		},
+		Name:   "server",
+		Usage:  "run the control plane (embedded etcd, apiserver) on this machine",
+		Flags:  serverFlags(),
 		Before: loadConfigFile,
-		Action: func(c *cli.Context) error {
-			mode, err := parseMode(c.String("write-kubeconfig-mode"))
-			if err != nil {
-				return err
-			}
-			cfg := server.Config{
-				DataDir:             c.String("data-dir"),
-				WriteKubeconfig:     c.String("write-kubeconfig"),
-				WriteKubeconfigMode: mode,
-				HTTPSPort:           c.Int("https-listen-port"),
-				BindAddress:         c.String("bind-address"),
-				AdvertiseAddress:    c.String("advertise-address"),
-				NodeIPs:             splitList(c.StringSlice("node-ip")),
-				TLSSANs:             splitList(c.StringSlice("tls-san")),
-				ClusterCIDR:         c.String("cluster-cidr"),
-				ServiceCIDR:         c.String("service-cidr"),
-				ClusterDNS:          c.String("cluster-dns"),
-				ClusterDomain:       c.String("cluster-domain"),
-				DisableAgent:        c.Bool("disable-agent"),
-				EtcdClientPort:      c.Int("etcd-client-port"),
-				EtcdPeerPort:        c.Int("etcd-peer-port"),
-			}
-			return server.Run(c.Context, cfg, newLogger(c.Bool("debug")))
-		},
+		Action: runServer,
 	}
+}
+
+func serverFlags() []cli.Flag {
+	return []cli.Flag{
+		configFlag(),
+		&cli.StringFlag{Name: "data-dir", Value: "/var/lib/orch", Usage: "where orch keeps its state"},
+		&cli.StringFlag{Name: "write-kubeconfig", Value: defaultKubeconfig, Usage: "where to write the admin kubeconfig"},
+		&cli.StringFlag{Name: "write-kubeconfig-mode", Value: "0600", Usage: "file mode of the admin kubeconfig (octal)"},
+		&cli.IntFlag{Name: "https-listen-port", Value: 6443, Usage: "port of the apiserver"},
+		&cli.StringFlag{Name: "bind-address", Value: "0.0.0.0", Usage: "address the apiserver listens on"},
+		&cli.StringFlag{Name: "advertise-address", Usage: "address agents and the kubernetes Service use to reach this server (default: --node-ip or the host's address)"},
+		&cli.StringSliceFlag{Name: "node-ip", Usage: "IP addresses of this node"},
+		&cli.StringSliceFlag{Name: "tls-san", Usage: "extra host names or IPs in the serving certificate"},
+		&cli.StringFlag{Name: "cluster-cidr", Value: "10.42.0.0/16", Usage: "pod network"},
+		&cli.StringFlag{Name: "service-cidr", Value: "10.43.0.0/16", Usage: "service cluster IP range"},
+		&cli.StringFlag{Name: "cluster-dns", Value: "10.43.0.10", Usage: "cluster DNS service IP"},
+		&cli.StringFlag{Name: "cluster-domain", Value: "cluster.local", Usage: "cluster DNS domain"},
+		&cli.BoolFlag{Name: "disable-agent", Usage: "run the control plane only (no agent on this node; the agent does not exist yet, so none runs either way)"},
+		&cli.IntFlag{Name: "etcd-client-port", Value: 2379, Usage: "loopback port of the embedded etcd's clients"},
+		&cli.IntFlag{Name: "etcd-peer-port", Value: 2380, Usage: "loopback port of the embedded etcd's peers"},
+		&cli.BoolFlag{Name: "debug", Usage: "log at debug level"},
+	}
+}
+
+func runServer(c *cli.Context) error {
+	mode, err := parseMode(c.String("write-kubeconfig-mode"))
+	if err != nil {
+		return err
+	}
+	cfg := server.Config{
+		DataDir:             c.String("data-dir"),
+		WriteKubeconfig:     c.String("write-kubeconfig"),
+		WriteKubeconfigMode: mode,
+		HTTPSPort:           c.Int("https-listen-port"),
+		BindAddress:         c.String("bind-address"),
+		AdvertiseAddress:    c.String("advertise-address"),
+		NodeIPs:             splitList(c.StringSlice("node-ip")),
+		TLSSANs:             splitList(c.StringSlice("tls-san")),
+		ClusterCIDR:         c.String("cluster-cidr"),
+		ServiceCIDR:         c.String("service-cidr"),
+		ClusterDNS:          c.String("cluster-dns"),
+		ClusterDomain:       c.String("cluster-domain"),
+		DisableAgent:        c.Bool("disable-agent"),
+		EtcdClientPort:      c.Int("etcd-client-port"),
+		EtcdPeerPort:        c.Int("etcd-peer-port"),
+	}
+	return server.Run(c.Context, cfg, newLogger(c.Bool("debug")))
 }
 
 func newLogger(debug bool) *slog.Logger {
