@@ -25,8 +25,10 @@ var rules = []rule{
 		denied: []string{"orch/internal/server", "orch/internal/agent", "orch/internal/cli"},
 	},
 	{
-		why:    "only internal/apiserver (and the roots) touch storage",
-		under:  func(pkg string) bool { return !isRoot(pkg) && !within(pkg, "orch/internal/apiserver") && !within(pkg, "orch/internal/storage") },
+		why: "only internal/apiserver (and the roots) touch storage",
+		under: func(pkg string) bool {
+			return !isRoot(pkg) && !within(pkg, "orch/internal/apiserver") && !within(pkg, "orch/internal/storage")
+		},
 		denied: []string{"orch/internal/storage"},
 	},
 	{
