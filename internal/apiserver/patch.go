@@ -16,37 +16,49 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-func (s *Server) patch(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore, subresource string) {
-	wr, err := parseWriteRequest(r)
-	if err != nil {
-		s.respondError(w, r, err, rs.gr, info.Name)
-		return
+// patchRequest is what a PATCH carries.
+type patchRequest struct {
+	writeRequest
+	patchType  types.PatchType
+	validation string
+	data       []byte
+	force      bool
+}
+
+func (s *Server) readPatch(r *http.Request) (patchRequest, error) {
+	var p patchRequest
+	var err error
+	if p.writeRequest, err = parseWriteRequest(r); err != nil {
+		return p, err
 	}
-	patchType, err := patchTypeOf(r)
-	if err != nil {
-		s.respondError(w, r, err, rs.gr, info.Name)
-		return
+	if p.patchType, err = patchTypeOf(r); err != nil {
+		return p, err
 	}
-	validation, err := fieldValidation(r)
-	if err != nil {
-		s.respondError(w, r, err, rs.gr, info.Name)
-		return
+	if p.validation, err = fieldValidation(r); err != nil {
+		return p, err
 	}
-	data, err := readBody(r)
-	if err != nil {
-		s.respondError(w, r, err, rs.gr, info.Name)
-		return
+	if p.data, err = readBody(r); err != nil {
+		return p, err
 	}
-	if patchType == types.ApplyYAMLPatchType && r.URL.Query().Get("fieldManager") == "" {
-		s.respondError(w, r, badRequest("fieldManager is required for apply requests"), rs.gr, info.Name)
-		return
+	if p.patchType == types.ApplyYAMLPatchType && r.URL.Query().Get("fieldManager") == "" {
+		return p, badRequest("fieldManager is required for apply requests")
 	}
-	force := isTrue(r.URL.Query().Get("force"))
+	p.force = isTrue(r.URL.Query().Get("force"))
 	// Server-side apply records its own managed fields.
-	wr.keepManagedFields = patchType == types.ApplyYAMLPatchType
+	p.keepManagedFields = p.patchType == types.ApplyYAMLPatchType
+	return p, nil
+}
+
+func (s *Server) patch(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore, subresource string) {
+	p, err := s.readPatch(r)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	wr, patchType, data := p.writeRequest, p.patchType, p.data
 	var warnings []string
 	mutate := func(old runtime.Object) (runtime.Object, error) {
-		obj, warns, err := s.applyPatch(rs, patchType, old, data, validation, wr.manager, force)
+		obj, warns, err := s.applyPatch(rs, patchType, old, data, p.validation, wr.manager, p.force)
 		warnings = warns
 		return obj, err
 	}
@@ -54,7 +66,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, info requestInfo,
 	code := http.StatusOK
 	result, err := s.retryUpdate(r.Context(), rs, info, unconditional, mutate, subresource, wr)
 	if isNotFound(err) && patchType == types.ApplyYAMLPatchType && subresource == "" {
-		result, err = s.applyCreate(r.Context(), rs, info, data, wr, force)
+		result, err = s.applyCreate(r.Context(), rs, info, data, wr, p.force)
 		code = http.StatusCreated
 	}
 	addWarnings(w, warnings)

@@ -35,18 +35,23 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request, info requestInfo, r
 	s.write(w, out, http.StatusOK, result)
 }
 
-func (s *Server) list(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore) {
+// listRequest reads what a list or watch asks for: its options, the output
+// the client accepts and the selection.
+func (s *Server) listRequest(r *http.Request, rs *resourceStore, allowAs ...string) (metav1.ListOptions, output, selection, error) {
 	var opts metav1.ListOptions
 	if err := s.decodeParams(r, &opts); err != nil {
-		s.respondError(w, r, badRequest("invalid list options: %v", err), rs.gr, "")
-		return
+		return opts, output{}, selection{}, badRequest("invalid list options: %v", err)
 	}
-	out, err := s.codecs.negotiateOutput(r, "Table", "PartialObjectMetadataList")
+	out, err := s.codecs.negotiateOutput(r, allowAs...)
 	if err != nil {
-		s.respondError(w, r, err, rs.gr, "")
-		return
+		return opts, out, selection{}, err
 	}
 	sel, err := rs.newSelection(opts.LabelSelector, opts.FieldSelector)
+	return opts, out, sel, err
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore) {
+	opts, out, sel, err := s.listRequest(r, rs, "Table", "PartialObjectMetadataList")
 	if err != nil {
 		s.respondError(w, r, err, rs.gr, "")
 		return

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 
 	"orch/internal/apiserver/registry"
 )
@@ -69,35 +68,33 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, info request
 		s.respondError(w, r, apierrors.NewMethodNotSupported(rs.gr, info.Verb), rs.gr, info.Name)
 		return
 	}
-	wr, err := parseWriteRequest(r)
-	if err != nil {
-		s.respondError(w, r, err, rs.gr, info.Name)
-		return
-	}
-	data, err := readBody(r)
-	if err != nil {
-		s.respondError(w, r, err, rs.gr, info.Name)
-		return
-	}
 	scaleStore := &resourceStore{res: scaleResource(rs), gvk: autoscalingv1.SchemeGroupVersion.WithKind("Scale"), gr: rs.gr, codecs: s.codecs}
-	var patchType types.PatchType
-	if info.Verb == "patch" {
-		pt, err := patchTypeOf(r)
+	var wr writeRequest
+	var desiredScale func(current *autoscalingv1.Scale) (runtime.Object, error)
+	if info.Verb == "update" {
+		var obj runtime.Object
+		var err error
+		if wr, obj, _, err = s.readWrite(r, scaleStore); err != nil {
+			s.respondError(w, r, err, rs.gr, info.Name)
+			return
+		}
+		desiredScale = func(*autoscalingv1.Scale) (runtime.Object, error) { return obj.DeepCopyObject(), nil }
+	} else {
+		p, err := s.readPatch(r)
 		if err != nil {
 			s.respondError(w, r, err, rs.gr, info.Name)
 			return
 		}
-		patchType = pt
+		wr = p.writeRequest
+		desiredScale = func(current *autoscalingv1.Scale) (runtime.Object, error) {
+			obj, _, err := s.applyPatch(scaleStore, p.patchType, current, p.data, metav1.FieldValidationIgnore, p.manager, p.force)
+			return obj, err
+		}
 	}
+	wr.keepManagedFields = false
 	mutate := func(old runtime.Object) (runtime.Object, error) {
 		current := scaleOf(rs, old)
-		var desired runtime.Object
-		var err error
-		if patchType == "" {
-			desired, _, err = s.decodeObject(r, scaleStore, data)
-		} else {
-			desired, _, err = s.applyPatch(scaleStore, patchType, current, data, metav1.FieldValidationIgnore, wr.manager, false)
-		}
+		desired, err := desiredScale(current)
 		if err != nil {
 			return nil, err
 		}

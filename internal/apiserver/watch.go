@@ -25,17 +25,7 @@ const bookmarkInterval = time.Minute
 const initialEventsEnd = "k8s.io/initial-events-end"
 
 func (s *Server) watch(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore) {
-	var opts metav1.ListOptions
-	if err := s.decodeParams(r, &opts); err != nil {
-		s.respondError(w, r, badRequest("invalid watch options: %v", err), rs.gr, "")
-		return
-	}
-	out, err := s.codecs.negotiateOutput(r, "Table", "PartialObjectMetadata")
-	if err != nil {
-		s.respondError(w, r, err, rs.gr, "")
-		return
-	}
-	sel, err := rs.newSelection(opts.LabelSelector, opts.FieldSelector)
+	opts, out, sel, err := s.listRequest(r, rs, "Table", "PartialObjectMetadata")
 	if err != nil {
 		s.respondError(w, r, err, rs.gr, "")
 		return

@@ -54,18 +54,22 @@ func managerFromUserAgent(ua string) string {
 	return ua
 }
 
-func (s *Server) create(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore) {
+// readWrite reads the options and the object of a create or update.
+func (s *Server) readWrite(r *http.Request, rs *resourceStore) (writeRequest, runtime.Object, []string, error) {
 	wr, err := parseWriteRequest(r)
 	if err != nil {
-		s.respondError(w, r, err, rs.gr, "")
-		return
+		return wr, nil, nil, err
 	}
 	data, err := readBody(r)
 	if err != nil {
-		s.respondError(w, r, err, rs.gr, "")
-		return
+		return wr, nil, nil, err
 	}
 	obj, warnings, err := s.decodeObject(r, rs, data)
+	return wr, obj, warnings, err
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore) {
+	wr, obj, warnings, err := s.readWrite(r, rs)
 	if err != nil {
 		s.respondError(w, r, err, rs.gr, "")
 		return
@@ -141,17 +145,7 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, namespace 
 }
 
 func (s *Server) update(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore, subresource string) {
-	wr, err := parseWriteRequest(r)
-	if err != nil {
-		s.respondError(w, r, err, rs.gr, info.Name)
-		return
-	}
-	data, err := readBody(r)
-	if err != nil {
-		s.respondError(w, r, err, rs.gr, info.Name)
-		return
-	}
-	obj, warnings, err := s.decodeObject(r, rs, data)
+	wr, obj, warnings, err := s.readWrite(r, rs)
 	if err != nil {
 		s.respondError(w, r, err, rs.gr, info.Name)
 		return
