@@ -55,7 +55,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, info requestInfo,
 		return
 	}
 	stream := newWatchStream(s, w, r, rs, out)
-	stream.run(ctx, events, sel, info.Namespace, opts.AllowWatchBookmarks)
+	stream.run(ctx, events, sel, info.Namespace, opts.AllowWatchBookmarks, wopts.Revision)
 }
 
 // watchStorage follows etcd directly from revision, decoding each event for
@@ -145,7 +145,10 @@ func newWatchStream(s *Server, w http.ResponseWriter, r *http.Request, rs *resou
 	return &watchStream{s: s, w: w, r: r, rs: rs, out: out}
 }
 
-func (ws *watchStream) run(ctx context.Context, events <-chan storage.CachedEvent, sel selection, namespace string, bookmarks bool) {
+// run streams events until ctx ends or the events stop. With bookmarks, a
+// BOOKMARK carrying the last revision sent (at first: the one the watch
+// started from) goes out every bookmarkInterval.
+func (ws *watchStream) run(ctx context.Context, events <-chan storage.CachedEvent, sel selection, namespace string, bookmarks bool, lastRevision int64) {
 	flusher, _ := ws.w.(http.Flusher)
 	ws.w.Header().Set("Content-Type", ws.out.mediaType)
 	ws.w.Header().Set("Transfer-Encoding", "chunked")
@@ -157,7 +160,6 @@ func (ws *watchStream) run(ctx context.Context, events <-chan storage.CachedEven
 	prefix := ws.rs.listPrefix(namespace)
 	ticker := time.NewTicker(bookmarkInterval)
 	defer ticker.Stop()
-	var lastRevision int64
 	for {
 		select {
 		case <-ctx.Done():
