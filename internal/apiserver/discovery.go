@@ -20,6 +20,8 @@ func (s *Server) serveDiscovery(w http.ResponseWriter, r *http.Request) bool {
 	}
 	parts := splitPath(r.URL.Path)
 	switch {
+	case len(parts) == 1 && wantsAggregated(r) && (parts[0] == "api" || parts[0] == "apis"):
+		s.serveAggregated(w, parts[0] == "api")
 	case len(parts) == 1 && parts[0] == "api":
 		s.respond(w, r, http.StatusOK, &metav1.APIVersions{Versions: []string{"v1"},
 			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: serverAddress(r)}}})
@@ -87,29 +89,43 @@ func resourceList(g apiGroup) *metav1.APIResourceList {
 			Name: res.Resource, SingularName: res.SingularName, Namespaced: res.Namespaced, Kind: res.Kind,
 			Verbs: allVerbs, ShortNames: res.ShortNames, Categories: res.Categories,
 		})
-		sub := func(name, kind string, verbs metav1.Verbs, gv *schema.GroupVersion) {
-			ar := metav1.APIResource{Name: res.Resource + "/" + name, Namespaced: res.Namespaced, Kind: kind, Verbs: verbs}
-			if gv != nil {
-				ar.Group, ar.Version = gv.Group, gv.Version
+		for _, sub := range subresourcesOf(rs) {
+			ar := metav1.APIResource{Name: res.Resource + "/" + sub.name, Namespaced: res.Namespaced, Kind: sub.gvk.Kind, Verbs: sub.verbs}
+			if sub.gvk.GroupVersion() != rs.gvk.GroupVersion() {
+				ar.Group, ar.Version = sub.gvk.Group, sub.gvk.Version
 			}
 			list.APIResources = append(list.APIResources, ar)
-		}
-		if res.HasStatus {
-			sub("status", res.Kind, metav1.Verbs{"get", "patch", "update"}, nil)
-		}
-		if res.Scale != nil {
-			sub("scale", "Scale", metav1.Verbs{"get", "patch", "update"}, &schema.GroupVersion{Group: "autoscaling", Version: "v1"})
-		}
-		switch res.Resource {
-		case "pods":
-			sub("binding", "Binding", metav1.Verbs{"create"}, nil)
-			sub("eviction", "Eviction", metav1.Verbs{"create"}, &schema.GroupVersion{Group: "policy", Version: "v1"})
-		case "namespaces":
-			sub("finalize", "Namespace", metav1.Verbs{"update"}, nil)
 		}
 	}
 	sort.SliceStable(list.APIResources, func(i, j int) bool {
 		return strings.Split(list.APIResources[i].Name, "/")[0] < strings.Split(list.APIResources[j].Name, "/")[0]
 	})
 	return list
+}
+
+// subresource is one subresource a resource serves.
+type subresource struct {
+	name  string
+	gvk   schema.GroupVersionKind
+	verbs metav1.Verbs
+}
+
+func subresourcesOf(rs *resourceStore) []subresource {
+	var subs []subresource
+	rw := metav1.Verbs{"get", "patch", "update"}
+	if rs.res.HasStatus {
+		subs = append(subs, subresource{"status", rs.gvk, rw})
+	}
+	if rs.res.Scale != nil {
+		subs = append(subs, subresource{"scale", schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, rw})
+	}
+	switch rs.res.Resource {
+	case "pods":
+		subs = append(subs,
+			subresource{"binding", schema.GroupVersionKind{Version: "v1", Kind: "Binding"}, metav1.Verbs{"create"}},
+			subresource{"eviction", schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, metav1.Verbs{"create"}})
+	case "namespaces":
+		subs = append(subs, subresource{"finalize", rs.gvk, metav1.Verbs{"update"}})
+	}
+	return subs
 }

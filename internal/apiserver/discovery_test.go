@@ -1,0 +1,57 @@
+package apiserver_test
+
+import (
+	"io"
+	"net/http"
+	"testing"
+
+	"k8s.io/client-go/discovery"
+)
+
+// TestDiscovery checks client-go's discovery (which asks for the aggregated
+// document first) and the plain documents the older path reads.
+func TestDiscovery(t *testing.T) {
+	srv, _ := newClient(t, "")
+	client := discovery.NewDiscoveryClientForConfigOrDie(srv.Config)
+	groups, lists, err := client.ServerGroupsAndResources()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(groups) < 12 {
+		t.Errorf("%d groups, want the 12 orch serves", len(groups))
+	}
+	found := map[string]string{}
+	for _, list := range lists {
+		for _, r := range list.APIResources {
+			found[list.GroupVersion+"/"+r.Name] = r.Kind
+			if r.Name == "deployments" && (len(r.ShortNames) == 0 || r.ShortNames[0] != "deploy" || len(r.Categories) == 0 || r.Categories[0] != "all") {
+				t.Errorf("deployments: shortNames %v categories %v", r.ShortNames, r.Categories)
+			}
+		}
+	}
+	for name, kind := range map[string]string{
+		"v1/pods": "Pod", "v1/pods/binding": "Binding", "v1/pods/eviction": "Eviction", "v1/namespaces/finalize": "Namespace",
+		"apps/v1/deployments": "Deployment", "apps/v1/deployments/scale": "Scale", "apps/v1/deployments/status": "Deployment",
+		"batch/v1/cronjobs": "CronJob", "rbac.authorization.k8s.io/v1/clusterroles": "ClusterRole", "autoscaling/v2/horizontalpodautoscalers": "HorizontalPodAutoscaler",
+	} {
+		if found[name] != kind {
+			t.Errorf("discovery has %s as %q, want %q", name, found[name], kind)
+		}
+	}
+	for _, c := range []struct{ accept, contentType string }{
+		{"application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"},
+		{"application/json", "application/json"},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/apis", nil)
+		req.Header.Set("Accept", c.accept)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if got := resp.Header.Get("Content-Type"); got != c.contentType {
+			t.Errorf("Accept %q: Content-Type %q, want %q", c.accept, got, c.contentType)
+		}
+	}
+}
