@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"mime"
 	"net/http"
+	"sort"
 	"strings"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
@@ -45,6 +46,7 @@ func (s *Server) serveAggregated(w http.ResponseWriter, core bool) {
 		for _, rs := range g.resources {
 			version.Resources = append(version.Resources, resourceDiscovery(rs))
 		}
+		sort.Slice(version.Resources, func(i, j int) bool { return version.Resources[i].Resource < version.Resources[j].Resource })
 		if i, ok := index[g.gv.Group]; ok {
 			list.Items[i].Versions = append(list.Items[i].Versions, version)
 			continue
