@@ -1,0 +1,37 @@
+// Package controller holds what every controller in internal/controller/<name>
+// shares: the Context they are built from. Each controller is its own package
+// in the sample-controller shape: informers feed a rate-limited workqueue,
+// workers reconcile one key at a time (read the current state, compute the
+// difference, act idempotently, requeue with backoff on error), and
+// Start(ctx) blocks until ctx ends. Controllers speak to the apiserver only
+// through client-go.
+package controller
+
+import (
+	"log/slog"
+
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+)
+
+// Context is what a controller is built from.
+type Context struct {
+	// Client talks to the apiserver.
+	Client kubernetes.Interface
+	// Metadata is a metadata-only client (garbage collector, namespace deletion).
+	Metadata metadata.Interface
+	// Informers is shared by every controller; the caller starts it after the
+	// controllers have asked for their informers.
+	Informers informers.SharedInformerFactory
+	// Recorder returns an event recorder that reports as component
+	// (e.g. "deployment-controller"), writing core/v1 Events like upstream.
+	Recorder func(component string) record.EventRecorder
+	// Log is the controller manager's logger; controllers scope it with
+	// "controller", NAME.
+	Log *slog.Logger
+	// Clock is injected so tests can move time.
+	Clock clock.WithTicker
+}
