@@ -144,3 +144,8 @@ func (b *bootstrap) ensureEndpointSlice(ctx context.Context, client kubernetes.I
 	_, err = slices.Update(ctx, current, metav1.UpdateOptions{FieldManager: "orch-bootstrap"})
 	return err
 }
+
+// metaName is the ObjectMeta of an orch object in kube-system.
+func metaName(name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem}
+}

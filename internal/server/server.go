@@ -103,6 +103,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return serve(ctx, httpServer, listener)
 		})},
 		run.Named{Name: "bootstrap", Runnable: &bootstrap{cfg: p, rest: loopback, log: log.With("component", "bootstrap")}},
+		run.Named{Name: "controller-manager", Runnable: &controllerManager{rest: loopback, log: log.With("component", "controller-manager"), build: controllers(p)}},
 	)
 }
 

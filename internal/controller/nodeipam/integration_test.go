@@ -1,0 +1,79 @@
+package nodeipam_test
+
+import (
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"orch/internal/controller/controllertest"
+	"orch/internal/controller/nodeipam"
+)
+
+func TestNodesGetDistinctCIDRs(t *testing.T) {
+	env := controllertest.New(t)
+	_, cidr, _ := net.ParseCIDR("10.42.0.0/16")
+	c, err := nodeipam.New(env.Context, cidr, 24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := env.Start(t, c)
+	nodes := env.Context.Client.CoreV1().Nodes()
+	for i := 0; i < 5; i++ {
+		if _, err := nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]string{}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(seen) < 5 && time.Now().Before(deadline) {
+		list, _ := nodes.List(ctx, metav1.ListOptions{})
+		seen = map[string]string{}
+		for _, n := range list.Items {
+			if n.Spec.PodCIDR != "" {
+				if other, dup := seen[n.Spec.PodCIDR]; dup {
+					t.Fatalf("%s and %s both got %s", other, n.Name, n.Spec.PodCIDR)
+				}
+				seen[n.Spec.PodCIDR] = n.Name
+				if len(n.Spec.PodCIDRs) != 1 || n.Spec.PodCIDRs[0] != n.Spec.PodCIDR {
+					t.Fatalf("%s: podCIDRs %v", n.Name, n.Spec.PodCIDRs)
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(seen) != 5 {
+		t.Fatalf("%d of 5 nodes got a CIDR: %v", len(seen), seen)
+	}
+	for i := 0; i < 5; i++ {
+		if _, ok := seen[fmt.Sprintf("10.42.%d.0/24", i)]; !ok {
+			t.Errorf("10.42.%d.0/24 was not handed out: %v", i, seen)
+		}
+	}
+	// A deleted node's CIDR goes to the next node.
+	victim := seen["10.42.2.0/24"]
+	if err := nodes.Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // let the controller's informer see the deletion
+	if _, err := nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		n, err := nodes.Get(ctx, "late", metav1.GetOptions{})
+		if err == nil && n.Spec.PodCIDR != "" {
+			if n.Spec.PodCIDR != "10.42.2.0/24" {
+				t.Fatalf("the new node got %s, want the freed 10.42.2.0/24", n.Spec.PodCIDR)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the new node got no CIDR")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,23 @@
+package server
+
+import (
+	"orch/internal/controller"
+	"orch/internal/controller/nodeipam"
+	"orch/internal/run"
+)
+
+// controllers builds the scheduler and every controller `orch server` runs.
+func controllers(p parsed) func(ctx controller.Context) ([]run.Named, error) {
+	return func(ctx controller.Context) ([]run.Named, error) {
+		ipam, err := nodeipam.New(ctx, p.clusterCIDR, nodeCIDRMaskSize)
+		if err != nil {
+			return nil, err
+		}
+		return []run.Named{
+			{Name: "nodeipam", Runnable: ipam},
+		}, nil
+	}
+}
+
+// nodeCIDRMaskSize is the size of each node's pod network (/24: 254 pods).
+const nodeCIDRMaskSize = 24

@@ -1,0 +1,107 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"orch/internal/controller"
+	"orch/internal/run"
+)
+
+// controllerManager runs the scheduler and the controllers while this server
+// holds the orch-controller-manager Lease, so that with several servers only
+// one set acts at a time.
+type controllerManager struct {
+	rest *rest.Config
+	log  *slog.Logger
+	// build returns the components to run, constructed from ctx (they
+	// register their informers, which start afterwards).
+	build func(ctx controller.Context) ([]run.Named, error)
+}
+
+const leaseName = "orch-controller-manager"
+
+func (m *controllerManager) Start(ctx context.Context) error {
+	client, err := kubernetes.NewForConfig(m.rest)
+	if err != nil {
+		return err
+	}
+	hostname, _ := os.Hostname()
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metaName(leaseName),
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: fmt.Sprintf("%s_%s", hostname, uuid.NewUUID())},
+	}
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		ReleaseOnCancel: true, Name: leaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) { m.lead(ctx, client) },
+			OnStoppedLeading: func() { m.log.Info("no longer the leader of the controllers") },
+		},
+	})
+	if err != nil {
+		return err
+	}
+	for ctx.Err() == nil {
+		elector.Run(ctx) // returns when leadership is lost; try again
+	}
+	return nil
+}
+
+// lead runs every component until ctx ends (leadership lost or shutdown).
+func (m *controllerManager) lead(ctx context.Context, client kubernetes.Interface) {
+	m.log.Info("leading the controllers")
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	meta, err := metadata.NewForConfig(m.rest)
+	if err != nil {
+		m.log.Error("cannot build the metadata client", "err", err)
+		return
+	}
+	cctx := controller.Context{
+		Client: client, Metadata: meta,
+		Informers: informers.NewSharedInformerFactory(client, 0),
+		Recorder: func(component string) record.EventRecorder {
+			return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
+		},
+		Log:   m.log,
+		Clock: clock.RealClock{},
+	}
+	components, err := m.build(cctx)
+	if err != nil {
+		m.log.Error("cannot build the controllers", "err", err)
+		return
+	}
+	cctx.Informers.Start(ctx.Done())
+	defer cctx.Informers.Shutdown()
+	var wg sync.WaitGroup
+	for _, c := range components {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.Start(ctx); err != nil && ctx.Err() == nil {
+				m.log.Error("controller failed", "controller", c.Name, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
