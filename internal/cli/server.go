@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/klog/v2"
 
 	"orch/internal/server"
 )
@@ -71,5 +72,7 @@ func newLogger(debug bool) *slog.Logger {
 	if debug {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	klog.SetSlogLogger(log.With("source", "client-go")) // libraries that log with klog join the same stream
+	return log
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -42,6 +43,17 @@ func (m *controllerManager) Start(ctx context.Context) error {
 	client, err := kubernetes.NewForConfig(m.rest)
 	if err != nil {
 		return err
+	}
+	// The lease lives in kube-system, which bootstrap creates.
+	for {
+		if _, err := client.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{}); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	hostname, _ := os.Hostname()
 	lock := &resourcelock.LeaseLock{
