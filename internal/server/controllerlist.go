@@ -2,6 +2,7 @@ package server
 
 import (
 	"orch/internal/controller"
+	"orch/internal/controller/endpointslice"
 	"orch/internal/controller/nodeipam"
 	"orch/internal/run"
 )
@@ -15,6 +16,7 @@ func controllers(p parsed) func(ctx controller.Context) ([]run.Named, error) {
 		}
 		return []run.Named{
 			{Name: "nodeipam", Runnable: ipam},
+			{Name: "endpointslice", Runnable: endpointslice.New(ctx)},
 		}, nil
 	}
 }

@@ -1,0 +1,235 @@
+// Package endpointslice keeps, for every Service with a selector, the
+// EndpointSlices listing its pods (ready, serving and terminating conditions,
+// resolved named ports, hostnames for subdomains), as upstream's
+// endpointslice controller does. Slices carry the kubernetes.io/service-name
+// label and are owned by their Service.
+package endpointslice
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+
+	"orch/internal/controller"
+)
+
+// managedBy is the value of endpointslice.kubernetes.io/managed-by on the
+// slices this controller owns (upstream's, so tools recognise them).
+const managedBy = "endpointslice-controller.k8s.io"
+
+// Controller reconciles the EndpointSlices of Services.
+type Controller struct {
+	client   kubernetes.Interface
+	services corelisters.ServiceLister
+	pods     corelisters.PodLister
+	nodes    corelisters.NodeLister
+	slices   discoverylisters.EndpointSliceLister
+	synced   []cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[string]
+	log      *slog.Logger
+	pending  pendingWrites
+}
+
+// New builds the controller and registers its informers.
+func New(ctx controller.Context) *Controller {
+	f := ctx.Informers
+	c := &Controller{
+		client: ctx.Client, services: f.Core().V1().Services().Lister(), pods: f.Core().V1().Pods().Lister(),
+		nodes: f.Core().V1().Nodes().Lister(), slices: f.Discovery().V1().EndpointSlices().Lister(),
+		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		log:   ctx.Log.With("controller", "endpointslice"),
+	}
+	f.Core().V1().Services().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueueService, UpdateFunc: func(_, obj any) { c.enqueueService(obj) }, DeleteFunc: c.enqueueService,
+	})
+	f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueuePod, UpdateFunc: func(old, obj any) { c.enqueuePod(old); c.enqueuePod(obj) }, DeleteFunc: c.enqueuePod,
+	})
+	f.Discovery().V1().EndpointSlices().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) { c.enqueueSlice(obj) }, DeleteFunc: c.enqueueSlice,
+	})
+	f.Core().V1().Nodes().Informer()
+	c.synced = []cache.InformerSynced{
+		f.Core().V1().Services().Informer().HasSynced, f.Core().V1().Pods().Informer().HasSynced,
+		f.Core().V1().Nodes().Informer().HasSynced, f.Discovery().V1().EndpointSlices().Informer().HasSynced,
+	}
+	return c
+}
+
+func (c *Controller) enqueueService(obj any) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		c.queue.Add(key)
+	}
+}
+
+// enqueuePod queues every service in the pod's namespace that selects it.
+func (c *Controller) enqueuePod(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	services, _ := c.services.Services(pod.Namespace).List(labels.Everything())
+	for _, svc := range services {
+		if svc.Spec.Selector != nil && labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
+			c.queue.Add(pod.Namespace + "/" + svc.Name)
+		}
+	}
+}
+
+func (c *Controller) enqueueSlice(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if slice, ok := obj.(*discoveryv1.EndpointSlice); ok && slice.Labels[discoveryv1.LabelManagedBy] == managedBy {
+		c.queue.Add(slice.Namespace + "/" + slice.Labels[discoveryv1.LabelServiceName])
+	}
+}
+
+// Start runs the workers until ctx ends.
+func (c *Controller) Start(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return nil
+	}
+	for i := 0; i < 4; i++ {
+		go func() {
+			for c.next(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if err := c.sync(ctx, key); err != nil && ctx.Err() == nil {
+		c.log.Warn("cannot reconcile endpoint slices; retrying", "service", key, "err", err)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	existing, err := c.slices.EndpointSlices(ns).List(labels.SelectorFromSet(labels.Set{
+		discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: managedBy}))
+	if err != nil {
+		return err
+	}
+	if !c.pending.seen(key, existing) {
+		// Our last writes have not reached the informer: acting now would
+		// duplicate them. Look again shortly.
+		c.queue.AddAfter(key, 50*time.Millisecond)
+		return nil
+	}
+	svc, err := c.services.Services(ns).Get(name)
+	if apierrors.IsNotFound(err) || (err == nil && svc.Spec.Selector == nil) {
+		return c.deleteSlices(ctx, existing)
+	}
+	if err != nil {
+		return err
+	}
+	pods, err := c.pods.Pods(ns).List(labels.SelectorFromSet(svc.Spec.Selector))
+	if err != nil {
+		return err
+	}
+	desired := desiredSlices(svc, pods, c.zones())
+	sort.Slice(existing, func(i, j int) bool { return existing[i].Name < existing[j].Name })
+	for i, want := range desired {
+		want.ObjectMeta = sliceMeta(svc)
+		if i < len(existing) {
+			if err := c.update(ctx, existing[i], &want); err != nil {
+				return err
+			}
+			continue
+		}
+		created, err := c.client.DiscoveryV1().EndpointSlices(ns).Create(ctx, &want, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		c.pending.created(key, created.Name)
+	}
+	if len(existing) > len(desired) {
+		for _, s := range existing[len(desired):] {
+			c.pending.deleted(key, s.Name)
+		}
+		return c.deleteSlices(ctx, existing[len(desired):])
+	}
+	return nil
+}
+
+func (c *Controller) update(ctx context.Context, current, want *discoveryv1.EndpointSlice) error {
+	if apiequality.Semantic.DeepEqual(current.Endpoints, want.Endpoints) && apiequality.Semantic.DeepEqual(current.Ports, want.Ports) &&
+		apiequality.Semantic.DeepEqual(current.Labels, want.Labels) && current.AddressType == want.AddressType {
+		return nil
+	}
+	updated := current.DeepCopy()
+	updated.Endpoints, updated.Ports, updated.Labels, updated.AddressType = want.Endpoints, want.Ports, want.Labels, want.AddressType
+	_, err := c.client.DiscoveryV1().EndpointSlices(current.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
+	return err
+}
+
+func (c *Controller) deleteSlices(ctx context.Context, slices []*discoveryv1.EndpointSlice) error {
+	for _, s := range slices {
+		err := c.client.DiscoveryV1().EndpointSlices(s.Namespace).Delete(ctx, s.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// sliceMeta is the metadata of a slice of svc: upstream's labels (the
+// service's own, plus service-name, managed-by and headless) and an owner
+// reference to the service.
+func sliceMeta(svc *corev1.Service) metav1.ObjectMeta {
+	l := map[string]string{}
+	for k, v := range svc.Labels {
+		l[k] = v
+	}
+	l[discoveryv1.LabelServiceName] = svc.Name
+	l[discoveryv1.LabelManagedBy] = managedBy
+	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
+		l[corev1.IsHeadlessService] = ""
+	}
+	return metav1.ObjectMeta{
+		GenerateName: svc.Name + "-", Namespace: svc.Namespace, Labels: l,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: svc.Name, UID: svc.UID,
+			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
+	}
+}
+
+func (c *Controller) zones() map[string]string {
+	nodes, _ := c.nodes.List(labels.Everything())
+	zones := make(map[string]string, len(nodes))
+	for _, n := range nodes {
+		if zone, ok := n.Labels[corev1.LabelTopologyZone]; ok {
+			zones[n.Name] = zone
+		}
+	}
+	return zones
+}
