@@ -2,6 +2,7 @@ package server
 
 import (
 	"orch/internal/controller"
+	"orch/internal/controller/endpoints"
 	"orch/internal/controller/endpointslice"
 	"orch/internal/controller/nodeipam"
 	"orch/internal/run"
@@ -17,6 +18,7 @@ func controllers(p parsed) func(ctx controller.Context) ([]run.Named, error) {
 		return []run.Named{
 			{Name: "nodeipam", Runnable: ipam},
 			{Name: "endpointslice", Runnable: endpointslice.New(ctx)},
+			{Name: "endpoints", Runnable: endpoints.New(ctx)},
 		}, nil
 	}
 }

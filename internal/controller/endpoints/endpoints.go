@@ -1,0 +1,239 @@
+// Package endpoints keeps the core/v1 Endpoints object of every Service with
+// a selector: ready pods in addresses, not-ready ones in notReadyAddresses,
+// grouped into subsets by their resolved ports, as upstream's endpoints
+// controller does. (Terminating pods are left out unless the service
+// publishes not-ready addresses.)
+package endpoints
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"orch/internal/controller"
+)
+
+// Controller reconciles Endpoints objects.
+type Controller struct {
+	client    kubernetes.Interface
+	services  corelisters.ServiceLister
+	pods      corelisters.PodLister
+	endpoints corelisters.EndpointsLister
+	synced    []cache.InformerSynced
+	queue     workqueue.TypedRateLimitingInterface[string]
+	log       *slog.Logger
+}
+
+// New builds the controller and registers its informers.
+func New(ctx controller.Context) *Controller {
+	core := ctx.Informers.Core().V1()
+	c := &Controller{
+		client: ctx.Client, services: core.Services().Lister(), pods: core.Pods().Lister(), endpoints: core.Endpoints().Lister(),
+		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		log:   ctx.Log.With("controller", "endpoints"),
+	}
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			c.queue.Add(key)
+		}
+	}
+	core.Services().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue})
+	core.Endpoints().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue})
+	core.Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueuePod, UpdateFunc: func(old, obj any) { c.enqueuePod(old); c.enqueuePod(obj) }, DeleteFunc: c.enqueuePod,
+	})
+	c.synced = []cache.InformerSynced{core.Services().Informer().HasSynced, core.Pods().Informer().HasSynced, core.Endpoints().Informer().HasSynced}
+	return c
+}
+
+func (c *Controller) enqueuePod(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	services, _ := c.services.Services(pod.Namespace).List(labels.Everything())
+	for _, svc := range services {
+		if svc.Spec.Selector != nil && labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(pod.Labels)) {
+			c.queue.Add(pod.Namespace + "/" + svc.Name)
+		}
+	}
+}
+
+// Start runs the workers until ctx ends.
+func (c *Controller) Start(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return nil
+	}
+	for i := 0; i < 4; i++ {
+		go func() {
+			for c.next(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if err := c.sync(ctx, key); err != nil && ctx.Err() == nil {
+		c.log.Warn("cannot reconcile endpoints; retrying", "service", key, "err", err)
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+func (c *Controller) sync(ctx context.Context, key string) error {
+	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	svc, err := c.services.Services(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		err := c.client.CoreV1().Endpoints(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	if err != nil || svc.Spec.Selector == nil {
+		return err
+	}
+	pods, err := c.pods.Pods(ns).List(labels.SelectorFromSet(svc.Spec.Selector))
+	if err != nil {
+		return err
+	}
+	subsets := Subsets(svc, pods)
+	current, err := c.endpoints.Endpoints(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		ep := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: svc.Labels}, Subsets: subsets}
+		_, err = c.client.CoreV1().Endpoints(ns).Create(ctx, ep, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("endpoints %s exist but are not in the cache yet", key)
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if apiequality.Semantic.DeepEqual(current.Subsets, subsets) && apiequality.Semantic.DeepEqual(current.Labels, svc.Labels) {
+		return nil
+	}
+	updated := current.DeepCopy()
+	updated.Subsets, updated.Labels = subsets, svc.Labels
+	_, err = c.client.CoreV1().Endpoints(ns).Update(ctx, updated, metav1.UpdateOptions{})
+	return err
+}
+
+// Subsets groups the pods' addresses by resolved port set, sorted so that
+// the same pods always give the same object.
+func Subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
+	bySet := map[string]*corev1.EndpointSubset{}
+	for _, pod := range pods {
+		if pod.Status.PodIP == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		terminating := pod.DeletionTimestamp != nil
+		if terminating && !svc.Spec.PublishNotReadyAddresses {
+			continue
+		}
+		ports, key := endpointPorts(svc, pod)
+		if len(ports) == 0 && len(svc.Spec.Ports) > 0 {
+			continue
+		}
+		subset, ok := bySet[key]
+		if !ok {
+			subset = &corev1.EndpointSubset{Ports: ports}
+			bySet[key] = subset
+		}
+		addr := corev1.EndpointAddress{IP: pod.Status.PodIP, NodeName: nodeName(pod),
+			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}
+		if pod.Spec.Hostname != "" && pod.Spec.Subdomain == svc.Name {
+			addr.Hostname = pod.Spec.Hostname
+		}
+		if podReady(pod) || svc.Spec.PublishNotReadyAddresses {
+			subset.Addresses = append(subset.Addresses, addr)
+		} else {
+			subset.NotReadyAddresses = append(subset.NotReadyAddresses, addr)
+		}
+	}
+	keys := make([]string, 0, len(bySet))
+	for k := range bySet {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []corev1.EndpointSubset
+	for _, k := range keys {
+		s := bySet[k]
+		sort.Slice(s.Addresses, func(i, j int) bool { return s.Addresses[i].IP < s.Addresses[j].IP })
+		sort.Slice(s.NotReadyAddresses, func(i, j int) bool { return s.NotReadyAddresses[i].IP < s.NotReadyAddresses[j].IP })
+		out = append(out, *s)
+	}
+	return out
+}
+
+func endpointPorts(svc *corev1.Service, pod *corev1.Pod) ([]corev1.EndpointPort, string) {
+	var ports []corev1.EndpointPort
+	var key strings.Builder
+	for _, sp := range svc.Spec.Ports {
+		port := sp.TargetPort.IntVal
+		if sp.TargetPort.StrVal != "" {
+			port = namedPort(pod, sp.TargetPort.StrVal, sp.Protocol)
+			if port == 0 {
+				continue
+			}
+		} else if port == 0 {
+			port = sp.Port
+		}
+		ports = append(ports, corev1.EndpointPort{Name: sp.Name, Port: port, Protocol: sp.Protocol, AppProtocol: sp.AppProtocol})
+		fmt.Fprintf(&key, "%s/%s/%d;", sp.Name, sp.Protocol, port)
+	}
+	return ports, key.String()
+}
+
+func namedPort(pod *corev1.Pod, name string, proto corev1.Protocol) int32 {
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.Name == name && p.Protocol == proto {
+				return p.ContainerPort
+			}
+		}
+	}
+	return 0
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func nodeName(pod *corev1.Pod) *string {
+	if pod.Spec.NodeName == "" {
+		return nil
+	}
+	name := pod.Spec.NodeName
+	return &name
+}
