@@ -17,10 +17,35 @@ func (s *Server) admitCreate(ctx context.Context, rs *resourceStore, obj runtime
 	if err := s.checkNamespace(ctx, rs, obj); err != nil {
 		return err
 	}
-	if svc, ok := obj.(*corev1.Service); ok {
-		return s.allocateService(ctx, rs, svc, nil, dryRun)
+	switch o := obj.(type) {
+	case *corev1.Service:
+		return s.allocateService(ctx, rs, o, nil, dryRun)
+	case *corev1.Pod:
+		addDefaultTolerations(o)
 	}
 	return nil
+}
+
+// defaultTolerationSeconds is how long pods stay on a node that is not ready
+// or unreachable (upstream's DefaultTolerationSeconds admission).
+const defaultTolerationSeconds = int64(300)
+
+// addDefaultTolerations gives a pod that has none for them the NoExecute
+// tolerations of the not-ready and unreachable taints, for 300 s.
+func addDefaultTolerations(pod *corev1.Pod) {
+	for _, key := range []string{corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable} {
+		tolerated := false
+		for _, t := range pod.Spec.Tolerations {
+			if (t.Key == key || (t.Key == "" && t.Operator == corev1.TolerationOpExists)) && (t.Effect == "" || t.Effect == corev1.TaintEffectNoExecute) {
+				tolerated = true
+			}
+		}
+		if !tolerated {
+			seconds := defaultTolerationSeconds
+			pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{
+				Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &seconds})
+		}
+	}
 }
 
 // admitUpdate allocates what an updated service newly needs.

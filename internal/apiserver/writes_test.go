@@ -220,3 +220,23 @@ func TestServiceAllocation(t *testing.T) {
 		t.Fatalf("headless service: %v, %v", headless, err)
 	}
 }
+
+func TestPodsGetDefaultTolerations(t *testing.T) {
+	ctx := testContext(t)
+	_, client := newClient(t, "tol")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{
+		Containers:  []corev1.Container{{Name: "c", Image: "i"}},
+		Tolerations: []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](10)}},
+	}}
+	created, err := client.CoreV1().Pods("tol").Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, tol := range created.Spec.Tolerations {
+		got[tol.Key] = *tol.TolerationSeconds
+	}
+	if len(created.Spec.Tolerations) != 2 || got[corev1.TaintNodeNotReady] != 300 || got[corev1.TaintNodeUnreachable] != 10 {
+		t.Fatalf("tolerations %+v: want not-ready for 300 s added and the pod's own unreachable for 10 s kept", created.Spec.Tolerations)
+	}
+}
