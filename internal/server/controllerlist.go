@@ -5,6 +5,7 @@ import (
 	"orch/internal/controller/endpoints"
 	"orch/internal/controller/endpointslice"
 	"orch/internal/controller/nodeipam"
+	"orch/internal/controller/nodelifecycle"
 	"orch/internal/run"
 )
 
@@ -15,7 +16,12 @@ func controllers(p parsed) func(ctx controller.Context) ([]run.Named, error) {
 		if err != nil {
 			return nil, err
 		}
+		lifecycle, err := nodelifecycle.New(ctx)
+		if err != nil {
+			return nil, err
+		}
 		return []run.Named{
+			{Name: "nodelifecycle", Runnable: lifecycle},
 			{Name: "nodeipam", Runnable: ipam},
 			{Name: "endpointslice", Runnable: endpointslice.New(ctx)},
 			{Name: "endpoints", Runnable: endpoints.New(ctx)},

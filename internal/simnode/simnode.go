@@ -172,6 +172,32 @@ func (s *Simulator) renewLease(ctx context.Context, name string) error {
 		return err
 	}
 	lease.Spec.RenewTime = &now
-	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	return s.postReady(ctx, name)
+}
+
+// postReady sets the node's Ready condition back to True when something
+// (the node lifecycle controller) changed it, as a kubelet's status update does.
+func (s *Simulator) postReady(ctx context.Context, name string) error {
+	node, err := s.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			return nil
+		}
+	}
+	s.mu.Lock()
+	n := s.nodes[name]
+	s.mu.Unlock()
+	fresh, err := nodeObject(n)
+	if err != nil {
+		return err
+	}
+	node.Status.Conditions = fresh.Status.Conditions
+	_, err = s.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
 	return err
 }

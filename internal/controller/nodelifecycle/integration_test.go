@@ -1,0 +1,95 @@
+package nodelifecycle_test
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"orch/internal/controller/controllertest"
+	"orch/internal/controller/nodelifecycle"
+	"orch/internal/simnode"
+)
+
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestSilentNodeIsTaintedAndItsPodsEvicted is acceptance item 5 with the
+// grace period shortened to 2 s: a node whose heartbeats stop becomes
+// Unknown, gets the unreachable taints, and its pods are deleted once their
+// toleration (1 s here, 300 s by default) runs out; a pod that tolerates the
+// taint forever stays.
+func TestSilentNodeIsTaintedAndItsPodsEvicted(t *testing.T) {
+	env := controllertest.New(t, "app", corev1.NamespaceNodeLease)
+	c, err := nodelifecycle.New(env.Context)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Grace, c.Monitor = 2*time.Second, 200*time.Millisecond
+	sim := simnode.New(env.Context.Client, env.Context.Log)
+	sim.LeaseInterval = 200 * time.Millisecond
+	ctx := t.Context()
+	for _, name := range []string{"n1", "n2"} {
+		if err := sim.Add(ctx, simnode.Node{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.Start(t, c, sim)
+	client := env.Context.Client
+	pod := func(name string, seconds *int64) {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{NodeName: "n1",
+			Containers:  []corev1.Container{{Name: "c", Image: "i"}},
+			Tolerations: []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: seconds}}}}
+		if _, err := client.CoreV1().Pods("app").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pod("short", ptr.To[int64](1))
+	pod("forever", nil)
+	poll(t, "pods running", func() bool {
+		p, err := client.CoreV1().Pods("app").Get(ctx, "short", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodRunning
+	})
+
+	sim.StopHeartbeat("n1")
+	poll(t, "n1 Ready=Unknown with the unreachable NoExecute taint", func() bool {
+		n, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		unknown, tainted := false, false
+		for _, cond := range n.Status.Conditions {
+			unknown = unknown || (cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionUnknown)
+		}
+		for _, taint := range n.Spec.Taints {
+			tainted = tainted || (taint.Key == corev1.TaintNodeUnreachable && taint.Effect == corev1.TaintEffectNoExecute)
+		}
+		return unknown && tainted
+	})
+	poll(t, "the short-toleration pod to be evicted", func() bool {
+		p, err := client.CoreV1().Pods("app").Get(ctx, "short", metav1.GetOptions{})
+		return err != nil || p.DeletionTimestamp != nil
+	})
+	if p, err := client.CoreV1().Pods("app").Get(ctx, "forever", metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
+		t.Errorf("the pod that tolerates the taint forever was evicted: %v %v", p, err)
+	}
+	if n, _ := client.CoreV1().Nodes().Get(ctx, "n2", metav1.GetOptions{}); len(n.Spec.Taints) != 0 {
+		t.Errorf("the healthy node got taints: %v", n.Spec.Taints)
+	}
+
+	sim.ResumeHeartbeat("n1")
+	poll(t, "n1's taints to go once it heartbeats again", func() bool {
+		n, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+		return err == nil && len(n.Spec.Taints) == 0
+	})
+}
