@@ -65,7 +65,9 @@ func TestEvictionTime(t *testing.T) {
 	tol := func(seconds *int64) corev1.Toleration {
 		return corev1.Toleration{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: seconds}
 	}
-	pod := func(tols ...corev1.Toleration) *corev1.Pod { return &corev1.Pod{Spec: corev1.PodSpec{Tolerations: tols}} }
+	pod := func(tols ...corev1.Toleration) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{Tolerations: tols}}
+	}
 	if at, ok := evictionTime(pod(), taints); !ok || !at.IsZero() {
 		t.Errorf("no toleration: %v %v, want now", at, ok)
 	}
