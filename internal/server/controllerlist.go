@@ -6,6 +6,7 @@ import (
 	"orch/internal/controller/endpointslice"
 	"orch/internal/controller/nodeipam"
 	"orch/internal/controller/nodelifecycle"
+	"orch/internal/controller/podgc"
 	"orch/internal/run"
 )
 
@@ -22,6 +23,7 @@ func controllers(p parsed) func(ctx controller.Context) ([]run.Named, error) {
 		}
 		return []run.Named{
 			{Name: "nodelifecycle", Runnable: lifecycle},
+			{Name: "podgc", Runnable: podgc.New(ctx)},
 			{Name: "nodeipam", Runnable: ipam},
 			{Name: "endpointslice", Runnable: endpointslice.New(ctx)},
 			{Name: "endpoints", Runnable: endpoints.New(ctx)},
