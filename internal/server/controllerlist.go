@@ -7,6 +7,7 @@ import (
 	"orch/internal/controller/nodeipam"
 	"orch/internal/controller/nodelifecycle"
 	"orch/internal/controller/podgc"
+	"orch/internal/controller/resourcequota"
 	"orch/internal/controller/ttlafterfinished"
 	"orch/internal/run"
 )
@@ -25,6 +26,7 @@ func controllers(p parsed) func(ctx controller.Context) ([]run.Named, error) {
 		return []run.Named{
 			{Name: "nodelifecycle", Runnable: lifecycle},
 			{Name: "podgc", Runnable: podgc.New(ctx)},
+			{Name: "resourcequota", Runnable: resourcequota.New(ctx)},
 			{Name: "ttlafterfinished", Runnable: ttlafterfinished.New(ctx)},
 			{Name: "nodeipam", Runnable: ipam},
 			{Name: "endpointslice", Runnable: endpointslice.New(ctx)},

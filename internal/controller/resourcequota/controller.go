@@ -1,0 +1,170 @@
+// Package resourcequota keeps status.hard and status.used of every
+// ResourceQuota up to date, as upstream's resource quota controller does
+// (counts, cpu/memory/ephemeral-storage requests and limits, storage
+// requests; the Terminating, NotTerminating, BestEffort and NotBestEffort
+// scopes). Enforcement at admission is the apiserver's job.
+package resourcequota
+
+import (
+	"context"
+	"log/slog"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"orch/internal/controller"
+)
+
+// Controller updates quota status per namespace.
+type Controller struct {
+	client      kubernetes.Interface
+	quotas      corelisters.ResourceQuotaLister
+	pods        corelisters.PodLister
+	services    corelisters.ServiceLister
+	configMaps  corelisters.ConfigMapLister
+	secrets     corelisters.SecretLister
+	claims      corelisters.PersistentVolumeClaimLister
+	controllers corelisters.ReplicationControllerLister
+	synced      []cache.InformerSynced
+	queue       workqueue.TypedRateLimitingInterface[string]
+	log         *slog.Logger
+}
+
+// New builds the controller and registers its informers.
+func New(ctx controller.Context) *Controller {
+	core := ctx.Informers.Core().V1()
+	c := &Controller{
+		client: ctx.Client, quotas: core.ResourceQuotas().Lister(), pods: core.Pods().Lister(), services: core.Services().Lister(),
+		configMaps: core.ConfigMaps().Lister(), secrets: core.Secrets().Lister(), claims: core.PersistentVolumeClaims().Lister(),
+		controllers: core.ReplicationControllers().Lister(),
+		queue:       workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+		log:         ctx.Log.With("controller", "resourcequota"),
+	}
+	handler := cache.ResourceEventHandlerFuncs{AddFunc: c.enqueue, UpdateFunc: func(_, obj any) { c.enqueue(obj) }, DeleteFunc: c.enqueue}
+	for _, informer := range []cache.SharedIndexInformer{
+		core.ResourceQuotas().Informer(), core.Pods().Informer(), core.Services().Informer(), core.ConfigMaps().Informer(),
+		core.Secrets().Informer(), core.PersistentVolumeClaims().Informer(), core.ReplicationControllers().Informer(),
+	} {
+		informer.AddEventHandler(handler)
+		c.synced = append(c.synced, informer.HasSynced)
+	}
+	return c
+}
+
+// enqueue queues the namespace of any changed object that has quotas.
+func (c *Controller) enqueue(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	if quotas, _ := c.quotas.ResourceQuotas(m.GetNamespace()).List(labels.Everything()); len(quotas) > 0 {
+		c.queue.Add(m.GetNamespace())
+	}
+}
+
+// Start runs the workers until ctx ends.
+func (c *Controller) Start(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return nil
+	}
+	go func() {
+		for c.next(ctx) {
+		}
+	}()
+	<-ctx.Done()
+	return nil
+}
+
+func (c *Controller) next(ctx context.Context) bool {
+	ns, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(ns)
+	if err := c.sync(ctx, ns); err != nil && ctx.Err() == nil {
+		c.log.Warn("cannot update quota status; retrying", "namespace", ns, "err", err)
+		c.queue.AddRateLimited(ns)
+		return true
+	}
+	c.queue.Forget(ns)
+	return true
+}
+
+func (c *Controller) sync(ctx context.Context, ns string) error {
+	quotas, err := c.quotas.ResourceQuotas(ns).List(labels.Everything())
+	if err != nil || len(quotas) == 0 {
+		return err
+	}
+	all := labels.Everything()
+	var o objects
+	pods, _ := c.pods.Pods(ns).List(all)
+	o.services, _ = c.services.Services(ns).List(all)
+	cms, _ := c.configMaps.ConfigMaps(ns).List(all)
+	secrets, _ := c.secrets.Secrets(ns).List(all)
+	o.claims, _ = c.claims.PersistentVolumeClaims(ns).List(all)
+	rcs, _ := c.controllers.ReplicationControllers(ns).List(all)
+	o.configMaps, o.secrets, o.controllers, o.quotas = len(cms), len(secrets), len(rcs), len(quotas)
+	for _, q := range quotas {
+		if q.Spec.ScopeSelector != nil {
+			c.log.Warn("quota scope selectors (priority class, cross-namespace affinity) are not implemented; status not updated", "quota", ns+"/"+q.Name)
+			continue
+		}
+		scoped := o
+		scoped.pods = inScopes(pods, q.Spec.Scopes)
+		status := corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: usage(q.Spec.Hard, scoped)}
+		if apiequality.Semantic.DeepEqual(q.Status, status) {
+			continue
+		}
+		updated := q.DeepCopy()
+		updated.Status = status
+		if _, err := c.client.CoreV1().ResourceQuotas(ns).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inScopes keeps the pods every scope matches.
+func inScopes(pods []*corev1.Pod, scopes []corev1.ResourceQuotaScope) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		match := true
+		for _, s := range scopes {
+			terminating := p.Spec.ActiveDeadlineSeconds != nil
+			bestEffort := isBestEffort(p)
+			switch s {
+			case corev1.ResourceQuotaScopeTerminating:
+				match = match && terminating
+			case corev1.ResourceQuotaScopeNotTerminating:
+				match = match && !terminating
+			case corev1.ResourceQuotaScopeBestEffort:
+				match = match && bestEffort
+			case corev1.ResourceQuotaScopeNotBestEffort:
+				match = match && !bestEffort
+			}
+		}
+		if match {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func isBestEffort(p *corev1.Pod) bool {
+	for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
+		if len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0 {
+			return false
+		}
+	}
+	return true
+}
