@@ -244,7 +244,8 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 	if rs.res.Default != nil {
 		rs.res.Default(obj)
 	}
-	if rs.res.PrepareForUpdate != nil {
+	if rs.res.PrepareForUpdate != nil && subresource != internalUpdate {
+		// Internal updates (binding, finalize) change what clients may not.
 		rs.res.PrepareForUpdate(obj, old)
 	}
 	if rs.res.HasStatus && specChanged(obj, old) {
