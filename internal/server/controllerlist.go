@@ -3,11 +3,14 @@ package server
 import (
 	"orch/internal/controller"
 	"orch/internal/controller/endpoints"
+	"orch/internal/controller/garbagecollector"
+	"orch/internal/controller/namespace"
 	"orch/internal/controller/endpointslice"
 	"orch/internal/controller/nodeipam"
 	"orch/internal/controller/nodelifecycle"
 	"orch/internal/controller/podgc"
 	"orch/internal/controller/resourcequota"
+	"orch/internal/controller/serviceaccount"
 	"orch/internal/controller/ttlafterfinished"
 	"orch/internal/run"
 )
@@ -26,6 +29,9 @@ func controllers(p parsed) func(ctx controller.Context) ([]run.Named, error) {
 		return []run.Named{
 			{Name: "nodelifecycle", Runnable: lifecycle},
 			{Name: "podgc", Runnable: podgc.New(ctx)},
+			{Name: "garbagecollector", Runnable: garbagecollector.New(ctx)},
+			{Name: "namespace", Runnable: namespace.New(ctx)},
+			{Name: "serviceaccount", Runnable: serviceaccount.New(ctx)},
 			{Name: "resourcequota", Runnable: resourcequota.New(ctx)},
 			{Name: "ttlafterfinished", Runnable: ttlafterfinished.New(ctx)},
 			{Name: "nodeipam", Runnable: ipam},

@@ -1,0 +1,94 @@
+package namespace
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"orch/internal/apiserver/apitest"
+	"orch/internal/controller"
+)
+
+// newContext returns a controller.Context on a fresh test apiserver.
+func newContext(t *testing.T) controller.Context {
+	t.Helper()
+	srv := apitest.Start(t)
+	client := kubernetes.NewForConfigOrDie(srv.Config)
+	broadcaster := record.NewBroadcaster()
+	t.Cleanup(broadcaster.Shutdown)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("ORCH_TEST_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return controller.Context{
+		Client:    client,
+		Metadata:  metadata.NewForConfigOrDie(srv.Config),
+		Informers: informers.NewSharedInformerFactory(client, 0),
+		Recorder: func(component string) record.EventRecorder {
+			return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
+		},
+		Log:   log,
+		Clock: clock.RealClock{},
+	}
+}
+
+// run starts the controller and the informers until the test ends.
+func run(t *testing.T, cctx controller.Context, c *Controller) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	cctx.Informers.Start(ctx.Done())
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start: %v", err)
+		}
+		cctx.Informers.Shutdown()
+	})
+}
+
+// eventually polls cond until it holds, failing the test at the deadline.
+func eventually(t *testing.T, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		lastErr = err
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: still not true at the deadline (last error: %v)", what, lastErr)
+}
+
+// gone is a condition: get returns NotFound.
+func gone(get func() error) func() (bool, error) {
+	return func() (bool, error) {
+		err := get()
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	}
+}
+
+// conditionIs is true when ns has condition t with status and message.
+func conditionIs(ns *corev1.Namespace, t corev1.NamespaceConditionType, status corev1.ConditionStatus, reason, message string) bool {
+	c := getCondition(ns.Status.Conditions, t)
+	return c != nil && c.Status == status && c.Reason == reason && c.Message == message
+}
