@@ -100,15 +100,13 @@ func (s *Server) listObjects(ctx context.Context, rs *resourceStore, namespace s
 			return nil, err
 		}
 	}
-	objects, revision, err := rs.cache.List(ctx, minRev)
+	objects, revision, err := rs.cache.List(ctx, minRev, rs.listPrefix(namespace))
 	if err != nil {
 		return nil, err
 	}
-	prefix := rs.listPrefix(namespace)
 	items := make([]runtime.Object, 0, len(objects))
 	for _, o := range objects {
-		obj := o.Value.(runtime.Object)
-		if strings.HasPrefix(o.Key, prefix) && sel.matches(obj) {
+		if obj := o.Value.(runtime.Object); sel.matches(obj) {
 			items = append(items, obj)
 		}
 	}

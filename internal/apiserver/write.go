@@ -226,6 +226,10 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 		return nil, apierrors.NewConflict(rs.gr, accessor.GetName(), errors.New("Precondition failed: UID in precondition: "+string(uid)+", UID in object meta: "+string(oldAccessor.GetUID())))
 	}
 	keepServerMeta(accessor, oldAccessor)
+	if accessor.GetResourceVersion() == "" {
+		// An unconditional update replaces what is stored now.
+		accessor.SetResourceVersion(oldAccessor.GetResourceVersion())
+	}
 	fieldSubresource := subresource
 	switch subresource {
 	case internalUpdate:

@@ -240,3 +240,18 @@ func TestPodsGetDefaultTolerations(t *testing.T) {
 		t.Fatalf("tolerations %+v: want not-ready for 300 s added and the pod's own unreachable for 10 s kept", created.Spec.Tolerations)
 	}
 }
+
+// TestUnconditionalUpdate: a PUT without metadata.resourceVersion replaces
+// the stored object, as upstream allows for most resources.
+func TestUnconditionalUpdate(t *testing.T) {
+	ctx := testContext(t)
+	_, client := newClient(t, "uncond")
+	cms := client.CoreV1().ConfigMaps("uncond")
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Data: map[string]string{"v": "1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	updated, err := cms.Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Data: map[string]string{"v": "2"}}, metav1.UpdateOptions{})
+	if err != nil || updated.Data["v"] != "2" {
+		t.Fatalf("update without resourceVersion: %v, %v", updated, err)
+	}
+}

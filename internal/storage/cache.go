@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 )
@@ -208,28 +209,38 @@ func (c *Cache) requestProgress(ctx context.Context, stop <-chan struct{}) {
 	}
 }
 
-// List returns every object once the cache has reached minRevision (0: as
-// soon as it is filled), sorted by key, and the revision it reflects.
-func (c *Cache) List(ctx context.Context, minRevision int64) ([]Object, int64, error) {
+// List returns the objects whose keys start with prefix once the cache has
+// reached minRevision (0: as soon as it is filled), sorted by key, and the
+// revision it reflects.
+func (c *Cache) List(ctx context.Context, minRevision int64, prefix string) ([]Object, int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { c.mu.Lock(); c.changed.Broadcast(); c.mu.Unlock() })
 	defer stop()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if err := c.waitLocked(ctx, minRevision); err != nil {
+		c.mu.Unlock()
 		return nil, 0, err
 	}
-	return c.snapshotLocked(), c.revision, nil
+	out, revision := c.collectLocked(prefix), c.revision
+	c.mu.Unlock()
+	sortByKey(out) // outside the lock: watchers wait on it
+	return out, revision, nil
 }
 
-func (c *Cache) snapshotLocked() []Object {
-	out := make([]Object, 0, len(c.items))
-	for _, o := range c.items {
-		out = append(out, o)
+// collectLocked copies the objects under prefix, unsorted.
+func (c *Cache) collectLocked(prefix string) []Object {
+	var out []Object
+	for key, o := range c.items {
+		if strings.HasPrefix(key, prefix) {
+			out = append(out, o)
+		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
+}
+
+func sortByKey(objects []Object) {
+	sort.Slice(objects, func(i, j int) bool { return objects[i].Key < objects[j].Key })
 }
 
 // Revision returns the revision the cache has applied.
@@ -266,7 +277,9 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (<-chan CachedEven
 	var backlog []CachedEvent
 	switch {
 	case opts.Initial:
-		for _, o := range c.snapshotLocked() {
+		initial := c.collectLocked(c.prefix)
+		sortByKey(initial)
+		for _, o := range initial {
 			backlog = append(backlog, CachedEvent{Type: Added, Key: o.Key, Revision: o.Revision, Value: o.Value})
 		}
 		if opts.InitialBookmark {

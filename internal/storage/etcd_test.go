@@ -74,7 +74,7 @@ func TestCacheListAndWatch(t *testing.T) {
 	r0, _ := s.Create(ctx, "/cache/a", []byte("a0"))
 	c, cctx := newCache(t, s, 3)
 
-	objs, rev, err := c.List(cctx, r0)
+	objs, rev, err := c.List(cctx, r0, "/cache/")
 	if err != nil || len(objs) != 1 || objs[0].Value != "a0" || rev < r0 {
 		t.Fatalf("list = %+v at %d, %v", objs, rev, err)
 	}
@@ -117,7 +117,7 @@ func TestCacheTooOldRevision(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		last, _ = s.Create(ctx, fmt.Sprintf("/cache/k%d", i), []byte("v"))
 	}
-	if _, _, err := c.List(cctx, last); err != nil {
+	if _, _, err := c.List(cctx, last, "/cache/"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Watch(cctx, storage.WatchOptions{Revision: r0}); !errors.Is(err, storage.ErrCompacted) {
@@ -132,7 +132,7 @@ func TestCacheSlowWatcherIsEnded(t *testing.T) {
 	s := storage.NewEtcd(startEtcd(t).Client)
 	c, cctx := newCache(t, s, 10)
 	ctx := context.Background()
-	if _, _, err := c.List(cctx, 0); err != nil {
+	if _, _, err := c.List(cctx, 0, "/cache/"); err != nil {
 		t.Fatal(err)
 	}
 	w, err := c.Watch(cctx, storage.WatchOptions{Revision: c.Revision()})
@@ -143,7 +143,7 @@ func TestCacheSlowWatcherIsEnded(t *testing.T) {
 	for i := 0; i < 1100; i++ {
 		last, _ = s.Create(ctx, fmt.Sprintf("/cache/s%04d", i), []byte("v"))
 	}
-	if _, _, err := c.List(cctx, last); err != nil {
+	if _, _, err := c.List(cctx, last, "/cache/"); err != nil {
 		t.Fatal(err)
 	}
 	timeout := time.After(10 * time.Second)
@@ -177,7 +177,7 @@ func TestCacheConsistentListOnQuietPrefix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, rev, err := c.List(cctx, current)
+	objs, rev, err := c.List(cctx, current, "/cache/")
 	if err != nil || len(objs) != 1 || rev < current {
 		t.Fatalf("consistent list = %d objects at %d, %v; want 1 object at >= %d", len(objs), rev, err, current)
 	}
