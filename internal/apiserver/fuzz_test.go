@@ -72,8 +72,8 @@ func FuzzCreatePath(f *testing.F) {
 		if rs.res.PrepareForCreate != nil {
 			rs.res.PrepareForCreate(obj)
 		}
-		validateObject(rs, obj, nil)
-		validateObject(rs, obj, obj.DeepCopyObject())
+		validateObject(rs, obj, nil, true)
+		validateObject(rs, obj, obj.DeepCopyObject(), true)
 		data, err := rs.encode(obj)
 		if err != nil {
 			return

@@ -75,7 +75,9 @@ func nameValidator(rule registry.NameRule) apivalidation.ValidateNameFunc {
 }
 
 // validateObject runs generic metadata validation and the resource's own.
-func validateObject(rs *resourceStore, obj, old runtime.Object) field.ErrorList {
+// Update checks (immutable fields) run when old is set and clientUpdate: the
+// server's own updates (binding, finalize) change what clients may not.
+func validateObject(rs *resourceStore, obj, old runtime.Object, clientUpdate bool) field.ErrorList {
 	accessor, _ := meta.Accessor(obj)
 	errs := apivalidation.ValidateObjectMetaAccessor(accessor, rs.res.Namespaced, nameValidator(rs.res.NameValidation), field.NewPath("metadata"))
 	if old != nil {
@@ -85,7 +87,7 @@ func validateObject(rs *resourceStore, obj, old runtime.Object) field.ErrorList 
 	if rs.res.Validate != nil {
 		errs = append(errs, rs.res.Validate(obj)...)
 	}
-	if old != nil && rs.res.ValidateUpdate != nil {
+	if old != nil && clientUpdate && rs.res.ValidateUpdate != nil {
 		errs = append(errs, rs.res.ValidateUpdate(obj, old)...)
 	}
 	return errs

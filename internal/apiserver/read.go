@@ -101,6 +101,10 @@ func (s *Server) listObjects(ctx context.Context, rs *resourceStore, namespace s
 		}
 	}
 	objects, revision, err := rs.cache.List(ctx, minRev, rs.listPrefix(namespace))
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		// The cache did not catch up in time: read etcd instead.
+		return s.listFromStorage(ctx, rs, namespace, opts, sel, 0)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -117,7 +118,7 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, namespace 
 	if err := s.admitCreate(ctx, rs, obj, wr.dryRun); err != nil {
 		return nil, err
 	}
-	if errs := validateObject(rs, obj, nil); len(errs) > 0 {
+	if errs := validateObject(rs, obj, nil, true); len(errs) > 0 {
 		s.releaseOnFailure(ctx, rs, obj, wr.dryRun)
 		return nil, apierrors.NewInvalid(rs.gvk.GroupKind(), accessor.GetName(), errs)
 	}
@@ -189,6 +190,24 @@ func allowCreateOnUpdate(rs *resourceStore) bool {
 	return false
 }
 
+// statusWritesAnnotations lists the resources whose /status may change
+// annotations, as upstream's status strategies for them reset only spec and
+// labels (the deployment controller records revisions that way).
+func statusWritesAnnotations(rs *resourceStore) bool {
+	switch rs.gvk.Kind {
+	case "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet":
+		return rs.gvk.Group == "apps"
+	}
+	return false
+}
+
+// annotationsBumpGeneration is upstream's rule that a Deployment's generation
+// also moves when its annotations change (rollbacks were annotations).
+func annotationsBumpGeneration(rs *resourceStore, accessor, old metav1.Object) bool {
+	return rs.gvk.Group == "apps" && rs.gvk.Kind == "Deployment" &&
+		!apiequality.Semantic.DeepEqual(accessor.GetAnnotations(), old.GetAnnotations())
+}
+
 // internalUpdate is the subresource name of updates the server makes for a
 // subresource (binding, finalize, scale): no field is reset.
 const internalUpdate = "internal"
@@ -241,7 +260,9 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 	case "status":
 		copyAllBut(obj, old, "Status")
 		accessor.SetLabels(oldAccessor.GetLabels())
-		accessor.SetAnnotations(oldAccessor.GetAnnotations())
+		if !statusWritesAnnotations(rs) {
+			accessor.SetAnnotations(oldAccessor.GetAnnotations())
+		}
 		accessor.SetFinalizers(oldAccessor.GetFinalizers())
 		accessor.SetOwnerReferences(oldAccessor.GetOwnerReferences())
 	}
@@ -252,10 +273,10 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 		// Internal updates (binding, finalize) change what clients may not.
 		rs.res.PrepareForUpdate(obj, old)
 	}
-	if rs.res.HasStatus && specChanged(obj, old) {
+	if rs.res.HasStatus && subresource != "status" && (specChanged(obj, old) || annotationsBumpGeneration(rs, accessor, oldAccessor)) {
 		accessor.SetGeneration(oldAccessor.GetGeneration() + 1)
 	}
-	if errs := validateObject(rs, obj, old); len(errs) > 0 {
+	if errs := validateObject(rs, obj, old, subresource != internalUpdate); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(rs.gvk.GroupKind(), accessor.GetName(), errs)
 	}
 	if err := s.admitUpdate(ctx, rs, obj, old, wr.dryRun); err != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"orch/internal/controller"
+	"orch/internal/controller/deployment"
 	"orch/internal/controller/endpoints"
 	"orch/internal/controller/garbagecollector"
 	"orch/internal/controller/namespace"
@@ -9,6 +10,7 @@ import (
 	"orch/internal/controller/nodeipam"
 	"orch/internal/controller/nodelifecycle"
 	"orch/internal/controller/podgc"
+	"orch/internal/controller/replicaset"
 	"orch/internal/controller/resourcequota"
 	"orch/internal/controller/serviceaccount"
 	"orch/internal/controller/ttlafterfinished"
@@ -29,6 +31,8 @@ func controllers(p parsed) func(ctx controller.Context) ([]run.Named, error) {
 		return []run.Named{
 			{Name: "nodelifecycle", Runnable: lifecycle},
 			{Name: "podgc", Runnable: podgc.New(ctx)},
+			{Name: "replicaset", Runnable: replicaset.New(ctx)},
+			{Name: "deployment", Runnable: deployment.New(ctx)},
 			{Name: "garbagecollector", Runnable: garbagecollector.New(ctx)},
 			{Name: "namespace", Runnable: namespace.New(ctx)},
 			{Name: "serviceaccount", Runnable: serviceaccount.New(ctx)},

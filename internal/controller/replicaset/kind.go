@@ -44,6 +44,12 @@ func replicaSetKind(client kubernetes.Interface, informer cache.SharedIndexInfor
 		informer:  informer,
 		convert: func(obj interface{}) (*appsv1.ReplicaSet, bool) {
 			rs, ok := obj.(*appsv1.ReplicaSet)
+			if ok && rs.Spec.Replicas == nil {
+				// The apiserver defaults it to 1; a fake client may not.
+				rs = rs.DeepCopy()
+				rs.Spec.Replicas = new(int32)
+				*rs.Spec.Replicas = 1
+			}
 			return rs, ok
 		},
 		fresh: func(ctx context.Context, namespace, name string) (*appsv1.ReplicaSet, error) {

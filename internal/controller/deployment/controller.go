@@ -1,0 +1,194 @@
+package deployment
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	"orch/internal/controller"
+)
+
+const (
+	// name is the controller's name in logs and the queue's name.
+	name = "deployment"
+	// workers is upstream's --concurrent-deployment-syncs default.
+	workers = 5
+	// maxRetries is how many times in a row a failing Deployment is retried
+	// (with backoff, 5 ms doubling) before it waits for the next event.
+	maxRetries = 15
+	// podOwnerIndex indexes pods by their controller (namespace, kind,
+	// name, UID); pods without a controller by namespace alone.
+	podOwnerIndex = "orch.deployment/pod-controller"
+)
+
+var controllerKind = appsv1.SchemeGroupVersion.WithKind("Deployment")
+
+// Controller is the Deployment controller.
+type Controller struct {
+	client     kubernetes.Interface
+	recorder   record.EventRecorder
+	log        *slog.Logger
+	clock      clock.Clock
+	dLister    appslisters.DeploymentLister
+	rsLister   appslisters.ReplicaSetLister
+	podIndexer cache.Indexer
+	synced     []cache.InformerSynced
+	queue      workqueue.TypedRateLimitingInterface[string]
+	delay      *delayer
+	done       chan struct{}
+}
+
+// New builds the controller from ctx and registers its event handlers on
+// the shared Deployment, ReplicaSet and pod informers; the caller starts
+// the informer factory.
+func New(ctx controller.Context) *Controller {
+	ctx = withDefaults(ctx)
+	c := &Controller{
+		client:   ctx.Client,
+		recorder: ctx.Recorder("deployment-controller"),
+		log:      ctx.Log.With("controller", name),
+		clock:    ctx.Clock,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: name},
+		),
+		done: make(chan struct{}),
+	}
+	c.delay = newDelayer(ctx.Clock, c.queue.Add, c.done)
+	deployments := ctx.Informers.Apps().V1().Deployments()
+	replicaSets := ctx.Informers.Apps().V1().ReplicaSets()
+	pods := ctx.Informers.Core().V1().Pods()
+	c.dLister, c.rsLister = deployments.Lister(), replicaSets.Lister()
+	c.podIndexer = pods.Informer().GetIndexer()
+	if _, ok := c.podIndexer.GetIndexers()[podOwnerIndex]; !ok {
+		if err := pods.Informer().AddIndexers(cache.Indexers{podOwnerIndex: indexPodByOwner}); err != nil {
+			c.log.Error("pods cannot be looked up by owner (build the controllers before starting the informer factory)", "err", err)
+		}
+	}
+	deployments.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.deploymentChanged,
+		UpdateFunc: func(_, cur interface{}) { c.deploymentChanged(cur) },
+		DeleteFunc: c.deploymentChanged,
+	})
+	replicaSets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.replicaSetAdded,
+		UpdateFunc: c.replicaSetUpdated,
+		DeleteFunc: c.replicaSetDeleted,
+	})
+	pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.podDeleted})
+	c.synced = []cache.InformerSynced{deployments.Informer().HasSynced, replicaSets.Informer().HasSynced, pods.Informer().HasSynced}
+	return c
+}
+
+// Start waits for the informer caches, then runs the workers until ctx
+// ends.
+func (c *Controller) Start(ctx context.Context) error {
+	defer close(c.done)
+	c.log.Info("starting controller")
+	defer c.log.Info("shutting down controller")
+	var wg sync.WaitGroup
+	defer func() {
+		c.queue.ShutDown()
+		wg.Wait()
+	}()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return nil // ctx ended first
+	}
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.processNext(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (c *Controller) processNext(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	err := c.syncSafely(ctx, key)
+	switch {
+	case err == nil || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		c.queue.Forget(key)
+	case c.queue.NumRequeues(key) < maxRetries:
+		c.log.Info("sync failed; will retry", "deployment", key, "err", err)
+		c.queue.AddRateLimited(key)
+	default:
+		c.log.Error("sync keeps failing; dropping it until the next change", "deployment", key, "err", err)
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+// syncSafely turns a panic in a sync into an error.
+func (c *Controller) syncSafely(ctx context.Context, key string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic while syncing: %v", r)
+		}
+	}()
+	start := c.clock.Now()
+	defer func() { c.log.Debug("synced", "deployment", key, "took", c.clock.Since(start)) }()
+	return c.sync(ctx, key)
+}
+
+// writeStatus writes d's status (and the revision annotation, which
+// upstream's apiserver accepts on the status subresource of Deployments) and
+// keeps d's resourceVersion current for the next write of this sync.
+func (c *Controller) writeStatus(ctx context.Context, d *appsv1.Deployment) error {
+	updated, err := c.client.AppsV1().Deployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+	if err != nil {
+		return err
+	}
+	d.ResourceVersion = updated.ResourceVersion
+	want, ok := d.Annotations[revisionAnnotation]
+	if !ok || updated.Annotations[revisionAnnotation] == want {
+		return nil
+	}
+	// This apiserver kept the annotations as they were: set the revision
+	// with a patch of its own.
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, revisionAnnotation, want)
+	patched, err := c.client.AppsV1().Deployments(d.Namespace).Patch(ctx, d.Name, "application/merge-patch+json", patch, metav1.PatchOptions{})
+	if err != nil {
+		return err
+	}
+	d.ResourceVersion = patched.ResourceVersion
+	return nil
+}
+
+// withDefaults fills in what a caller may leave out: the real clock, the
+// default logger, a recorder that drops events.
+func withDefaults(ctx controller.Context) controller.Context {
+	if ctx.Clock == nil {
+		ctx.Clock = clock.RealClock{}
+	}
+	if ctx.Log == nil {
+		ctx.Log = slog.Default()
+	}
+	if ctx.Recorder == nil {
+		ctx.Recorder = func(string) record.EventRecorder { return &record.FakeRecorder{} }
+	}
+	return ctx
+}
+
+func keyOf(obj metav1.Object) string {
+	return obj.GetNamespace() + "/" + obj.GetName()
+}
