@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"regexp"
 	"strings"
@@ -20,19 +21,28 @@ func TestGet(t *testing.T) {
 	deployApp(t, s)
 
 	t.Run("get all", func(t *testing.T) {
-		tbs := parseTables(s.Kubectl(t, "get", "all", "-n", appNS))
-		if len(tbs) != 4 {
-			t.Fatalf("get all: %d tables, want 4 (services, deployments, cronjobs, jobs): %+v", len(tbs), tbs)
-		}
-		tbs[0].expectHeader(t, "NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE")
-		tbs[0].expectRow(t, "NAME", "service/web", "TYPE", "ClusterIP", "EXTERNAL-IP", "<none>", "PORT(S)", "80/TCP")
-		tbs[1].expectHeader(t, "NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE")
-		tbs[1].expectRow(t, "NAME", "deployment.apps/web", "READY", "0/2", "UP-TO-DATE", "0", "AVAILABLE", "0")
-		tbs[2].expectHeader(t, "NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE")
-		tbs[2].expectRow(t, "NAME", "cronjob.batch/nightly", "SCHEDULE", "0 3 * * *", "TIMEZONE", "<none>",
+		// The deployment controller makes a ReplicaSet and its (unscheduled) pods.
+		var tbs []table
+		eventually(t, 30*time.Second, func() string {
+			tbs = parseTables(s.Kubectl(t, "get", "all", "-n", appNS))
+			if len(tbs) != 6 || len(tbs[0].Rows) != 2 {
+				return fmt.Sprintf("get all: %d tables, want 6 (pods, services, deployments, replicasets, cronjobs, jobs) with 2 pods: %+v", len(tbs), tbs)
+			}
+			return ""
+		})
+		tbs[0].expectHeader(t, "NAME", "READY", "STATUS", "RESTARTS", "AGE")
+		tbs[0].expectRow(t, "READY", "0/1", "STATUS", "Pending", "RESTARTS", "0")
+		tbs[1].expectHeader(t, "NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE")
+		tbs[1].expectRow(t, "NAME", "service/web", "TYPE", "ClusterIP", "EXTERNAL-IP", "<none>", "PORT(S)", "80/TCP")
+		tbs[2].expectHeader(t, "NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE")
+		tbs[2].expectRow(t, "NAME", "deployment.apps/web", "READY", "0/2", "AVAILABLE", "0")
+		tbs[3].expectHeader(t, "NAME", "DESIRED", "CURRENT", "READY", "AGE")
+		tbs[3].expectRow(t, "DESIRED", "2", "CURRENT", "2", "READY", "0")
+		tbs[4].expectHeader(t, "NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE")
+		tbs[4].expectRow(t, "NAME", "cronjob.batch/nightly", "SCHEDULE", "0 3 * * *", "TIMEZONE", "<none>",
 			"SUSPEND", "False", "ACTIVE", "0", "LAST SCHEDULE", "<none>")
-		tbs[3].expectHeader(t, "NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE")
-		tbs[3].expectRow(t, "NAME", "job.batch/once", "STATUS", "Running", "COMPLETIONS", "0/1")
+		tbs[5].expectHeader(t, "NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE")
+		tbs[5].expectRow(t, "NAME", "job.batch/once", "STATUS", "Running", "COMPLETIONS", "0/1")
 	})
 
 	t.Run("-o yaml", func(t *testing.T) {
@@ -112,7 +122,7 @@ func TestGet(t *testing.T) {
 	t.Run("describe", func(t *testing.T) {
 		out := s.Kubectl(t, "describe", "deploy", "web", "-n", appNS)
 		expectMatches(t, "describe deployment", out, `(?m)^Name:\s+web$`, `(?m)^Namespace:\s+`+appNS+`$`,
-			`(?m)^Selector:\s+app=web$`, `(?m)^Replicas:\s+2 desired \| 0 updated \| 0 total \| 0 available \| 0 unavailable$`,
+			`(?m)^Selector:\s+app=web$`, `(?m)^Replicas:\s+2 desired \| 2 updated \| 2 total \| 0 available \| 2 unavailable$`,
 			`(?m)^StrategyType:\s+RollingUpdate$`, `(?m)^RollingUpdateStrategy:\s+25% max unavailable, 25% max surge$`,
 			`(?m)^\s+Image:\s+busybox:1.36$`, `(?m)^\s+Port:\s+8080/TCP$`)
 		out = s.Kubectl(t, "describe", "svc", "web", "-n", appNS)

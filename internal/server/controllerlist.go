@@ -15,6 +15,7 @@ import (
 	"orch/internal/controller/serviceaccount"
 	"orch/internal/controller/ttlafterfinished"
 	"orch/internal/run"
+	"orch/internal/scheduler"
 )
 
 // controllers builds the scheduler and every controller `orch server` runs.
@@ -29,6 +30,7 @@ func controllers(p parsed) func(ctx controller.Context) ([]run.Named, error) {
 			return nil, err
 		}
 		return []run.Named{
+			{Name: "scheduler", Runnable: scheduler.New(ctx)},
 			{Name: "nodelifecycle", Runnable: lifecycle},
 			{Name: "podgc", Runnable: podgc.New(ctx)},
 			{Name: "replicaset", Runnable: replicaset.New(ctx)},
