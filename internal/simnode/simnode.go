@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -69,15 +70,21 @@ func (s *Simulator) Add(ctx context.Context, n Node) error {
 	if err != nil {
 		return err
 	}
-	created, err := s.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		created, err = s.client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-	}
-	if err != nil {
+	_, err = s.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("register simulated node %q: %w", n.Name, err)
 	}
-	created.Status = node.Status
-	if _, err := s.client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	// Controllers (node IPAM) may change the node meanwhile: retry on conflict.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		current, err := s.client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		current.Status = node.Status
+		_, err = s.client.CoreV1().Nodes().UpdateStatus(ctx, current, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("set status of simulated node %q: %w", n.Name, err)
 	}
 	s.mu.Lock()
