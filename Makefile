@@ -15,7 +15,7 @@ LDFLAGS := -s -w \
 BIN := bin/orch
 DATA_DIR ?= /var/lib/orch
 
-.PHONY: build run test check bench clean deps
+.PHONY: build run test check bench fuzz clean deps
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
@@ -45,6 +45,11 @@ check:
 # set (internal/e2e/bench/build-peer.sh) upstream runs the same load alongside.
 bench: build
 	ORCH_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./internal/e2e/bench/...
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./internal/scheduler/...
+
+# make fuzz: a short run of the API decode/default/validate fuzz target.
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzCreatePath -fuzztime 60s ./internal/apiserver/
 
 clean:
 	rm -rf bin
