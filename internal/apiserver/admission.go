@@ -3,9 +3,11 @@ package apiserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -22,6 +24,56 @@ func (s *Server) admitCreate(ctx context.Context, rs *resourceStore, obj runtime
 		return s.allocateService(ctx, rs, o, nil, dryRun)
 	case *corev1.Pod:
 		addDefaultTolerations(o)
+		return s.admitPriority(ctx, o)
+	}
+	return nil
+}
+
+// admitPriority is upstream's Priority admission: spec.priority (and
+// preemptionPolicy) come from the pod's PriorityClass, or from the global
+// default class when it names none; an unknown class is refused.
+func (s *Server) admitPriority(ctx context.Context, pod *corev1.Pod) error {
+	classes := s.resources[schedulingv1.SchemeGroupVersion.WithResource("priorityclasses")]
+	if classes == nil {
+		return nil
+	}
+	var class *schedulingv1.PriorityClass
+	if name := pod.Spec.PriorityClassName; name != "" {
+		obj, err := classes.get(ctx, "", name)
+		if isNotFound(err) {
+			return apierrors.NewForbidden(corev1.Resource("pods"), pod.Name, fmt.Errorf("no PriorityClass with name %s was found", name))
+		}
+		if err != nil {
+			return err
+		}
+		class = obj.(*schedulingv1.PriorityClass)
+	} else {
+		all, _, err := classes.cache.List(ctx, 0, classes.prefix)
+		if err != nil {
+			return err
+		}
+		for _, o := range all {
+			if pc := o.Value.(*schedulingv1.PriorityClass); pc.GlobalDefault {
+				class = pc
+				break
+			}
+		}
+	}
+	priority, policy := int32(0), corev1.PreemptLowerPriority
+	if class != nil {
+		priority = class.Value
+		if class.PreemptionPolicy != nil {
+			policy = *class.PreemptionPolicy
+		}
+		pod.Spec.PriorityClassName = class.Name
+	}
+	if pod.Spec.Priority != nil && *pod.Spec.Priority != priority {
+		return apierrors.NewForbidden(corev1.Resource("pods"), pod.Name,
+			fmt.Errorf("the integer value of priority (%d) must not be provided in pod spec; priority admission controller computed %d from the given PriorityClass name", *pod.Spec.Priority, priority))
+	}
+	pod.Spec.Priority = &priority
+	if pod.Spec.PreemptionPolicy == nil {
+		pod.Spec.PreemptionPolicy = &policy
 	}
 	return nil
 }

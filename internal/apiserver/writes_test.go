@@ -5,6 +5,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -254,4 +255,34 @@ func TestUnconditionalUpdate(t *testing.T) {
 	if err != nil || updated.Data["v"] != "2" {
 		t.Fatalf("update without resourceVersion: %v, %v", updated, err)
 	}
+}
+
+func TestPodPriorityFromClass(t *testing.T) {
+	ctx := testContext(t)
+	_, client := newClient(t, "prio")
+	classes := client.SchedulingV1().PriorityClasses()
+	if _, err := classes.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := func(name, class string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{PriorityClassName: class, Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	}
+	p, err := client.CoreV1().Pods("prio").Create(ctx, pod("a", "high"), metav1.CreateOptions{})
+	if err != nil || *p.Spec.Priority != 1000 || *p.Spec.PreemptionPolicy != corev1.PreemptLowerPriority {
+		t.Fatalf("pod with class high: %v, %v", p.Spec.Priority, err)
+	}
+	if _, err := client.CoreV1().Pods("prio").Create(ctx, pod("b", "missing"), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("unknown class: %v, want 403", err)
+	}
+	p, err = client.CoreV1().Pods("prio").Create(ctx, pod("c", ""), metav1.CreateOptions{})
+	if err != nil || *p.Spec.Priority != 0 {
+		t.Fatalf("no class and no default: %v, %v", p.Spec.Priority, err)
+	}
+	if _, err := classes.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "dflt"}, Value: 7, GlobalDefault: true}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the default class to be used", func() bool {
+		p, err := client.CoreV1().Pods("prio").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "d-"}, Spec: pod("", "").Spec}, metav1.CreateOptions{})
+		return err == nil && *p.Spec.Priority == 7 && p.Spec.PriorityClassName == "dflt"
+	})
 }

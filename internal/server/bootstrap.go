@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,9 @@ import (
 
 // defaultNamespaces exist in every cluster.
 var defaultNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
+
+// systemPriorityClasses exist in every cluster, with upstream's values.
+var systemPriorityClasses = map[string]int32{"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
 
 // bootstrap keeps the objects every cluster has: the default namespaces and
 // the default/kubernetes Service with Endpoints and an EndpointSlice pointing
@@ -53,6 +57,16 @@ func (b *bootstrap) reconcile(ctx context.Context, client kubernetes.Interface) 
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: "orch-bootstrap"}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("namespace %q: %w", name, err)
+		}
+	}
+	for name, value := range systemPriorityClasses {
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value,
+			Description: "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."}
+		if name == "system-node-critical" {
+			pc.Description = "Used for system critical pods that must not be moved from their current node."
+		}
+		if _, err := client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{FieldManager: "orch-bootstrap"}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("priority class %q: %w", name, err)
 		}
 	}
 	if err := b.ensureService(ctx, client); err != nil {
