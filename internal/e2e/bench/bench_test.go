@@ -65,7 +65,7 @@ func phases() []phase {
 func BenchmarkServer(b *testing.B) {
 	orchBin := os.Getenv("ORCH_BIN")
 	if orchBin == "" {
-		b.Skip("ORCH_BIN is not set: run `make bench`, or set ORCH_BIN to a built orch binary")
+		b.Fatal("ORCH_BIN is not set: run `make bench`, or set ORCH_BIN to a built orch binary")
 	}
 	kinds := []kind{orchKind(orchBin)}
 	kas, etcd := os.Getenv("KUBE_APISERVER_BIN"), os.Getenv("ETCD_BIN")
