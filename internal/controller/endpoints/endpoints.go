@@ -76,33 +76,7 @@ func (c *Controller) enqueuePod(obj any) {
 
 // Start runs the workers until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
-	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return nil
-	}
-	for i := 0; i < 4; i++ {
-		go func() {
-			for c.next(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	return nil
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.sync(ctx, key); err != nil && ctx.Err() == nil {
-		c.log.Warn("cannot reconcile endpoints; retrying", "service", key, "err", err)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
+	return controller.Run(ctx, c.queue, 4, c.synced, c.sync, c.log)
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {

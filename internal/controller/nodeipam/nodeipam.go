@@ -64,33 +64,9 @@ func (c *Controller) enqueue(obj any) {
 	}
 }
 
-// Start assigns CIDRs until ctx ends.
+// Start assigns CIDRs until ctx ends (one worker: see sync).
 func (c *Controller) Start(ctx context.Context) error {
-	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return nil
-	}
-	go func() {
-		for c.next(ctx) {
-		}
-	}()
-	<-ctx.Done()
-	return nil
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	name, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(name)
-	if err := c.sync(ctx, name); err != nil {
-		c.log.Warn("cannot assign a pod CIDR; retrying", "node", name, "err", err)
-		c.queue.AddRateLimited(name)
-		return true
-	}
-	c.queue.Forget(name)
-	return true
+	return controller.Run(ctx, c.queue, 1, []cache.InformerSynced{c.synced}, c.sync, c.log)
 }
 
 // sync gives node name the lowest free CIDR. One worker runs, so two nodes

@@ -73,31 +73,7 @@ func (c *Controller) enqueue(obj any) {
 
 // Start runs the workers until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
-	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return nil
-	}
-	go func() {
-		for c.next(ctx) {
-		}
-	}()
-	<-ctx.Done()
-	return nil
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	ns, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(ns)
-	if err := c.sync(ctx, ns); err != nil && ctx.Err() == nil {
-		c.log.Warn("cannot update quota status; retrying", "namespace", ns, "err", err)
-		c.queue.AddRateLimited(ns)
-		return true
-	}
-	c.queue.Forget(ns)
-	return true
+	return controller.Run(ctx, c.queue, 1, c.synced, c.sync, c.log)
 }
 
 func (c *Controller) sync(ctx context.Context, ns string) error {
