@@ -46,7 +46,7 @@ type Controller struct {
 	podIndexer cache.Indexer
 	synced     []cache.InformerSynced
 	queue      workqueue.TypedRateLimitingInterface[string]
-	delay      *delayer
+	delay      *controller.Delayer
 	done       chan struct{}
 }
 
@@ -66,7 +66,7 @@ func New(ctx controller.Context) *Controller {
 		),
 		done: make(chan struct{}),
 	}
-	c.delay = newDelayer(ctx.Clock, c.queue.Add, c.done)
+	c.delay = controller.NewDelayer(ctx.Clock, c.queue.Add, c.done)
 	deployments := ctx.Informers.Apps().V1().Deployments()
 	replicaSets := ctx.Informers.Apps().V1().ReplicaSets()
 	pods := ctx.Informers.Core().V1().Pods()

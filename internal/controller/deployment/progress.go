@@ -102,6 +102,6 @@ func (c *Controller) requeueStuck(d *appsv1.Deployment, st appsv1.DeploymentStat
 		return 0
 	}
 	// A second more absorbs the truncation of lastUpdateTime to seconds.
-	c.delay.after(keyOf(d), after+time.Second)
+	c.delay.After(keyOf(d), after+time.Second)
 	return after
 }

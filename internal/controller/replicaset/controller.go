@@ -52,7 +52,7 @@ type manager struct {
 	ownerIndex cache.Indexer
 	queue      workqueue.TypedRateLimitingInterface[string]
 	exp        *expectations
-	delay      *delayer
+	delay      *controller.Delayer
 }
 
 // New builds the controller from ctx and registers its event handlers on
@@ -88,7 +88,7 @@ func New(ctx controller.Context) *Controller {
 			),
 			exp: newExpectations(ctx.Clock),
 		}
-		m.delay = newDelayer(ctx.Clock, m.queue.Add, c.done)
+		m.delay = controller.NewDelayer(ctx.Clock, m.queue.Add, c.done)
 		m.addHandlers(podInformer)
 		c.managers = append(c.managers, m)
 		c.synced = append(c.synced, k.informer.HasSynced)

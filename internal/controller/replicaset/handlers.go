@@ -122,7 +122,7 @@ func (m *manager) podUpdated(oldObj, newObj interface{}) {
 		// A pod that just became ready becomes available minReadySeconds
 		// later; nothing else will tell us then.
 		if !isPodReady(old) && isPodReady(cur) && rs.Spec.MinReadySeconds > 0 {
-			m.delay.after(keyOf(rs), time.Duration(rs.Spec.MinReadySeconds)*time.Second)
+			m.delay.After(keyOf(rs), time.Duration(rs.Spec.MinReadySeconds)*time.Second)
 		}
 		return
 	}

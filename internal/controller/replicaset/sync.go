@@ -63,7 +63,7 @@ func (m *manager) sync(ctx context.Context, key string) error {
 		if d, ok := nextAvailabilityCheck(active, updated.Spec.MinReadySeconds, now, m.clock.Now()); ok {
 			next = d
 		}
-		m.delay.after(key, next)
+		m.delay.After(key, next)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package replicaset
+package controller
 
 import (
 	"sync"
@@ -7,11 +7,11 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// delayer adds a key to the queue after a delay measured on the injected
+// Delayer adds a key to the queue after a delay measured on the injected
 // clock, so that time-based re-checks (minReadySeconds) follow a fake clock
 // in tests. Retries after errors stay on the queue's own rate limiter.
 // Only the earliest pending re-check of a key is kept.
-type delayer struct {
+type Delayer struct {
 	clock clock.Clock
 	add   func(string)
 	done  <-chan struct{}
@@ -19,12 +19,13 @@ type delayer struct {
 	due   map[string]time.Time
 }
 
-func newDelayer(c clock.Clock, add func(string), done <-chan struct{}) *delayer {
-	return &delayer{clock: c, add: add, done: done, due: map[string]time.Time{}}
+// NewDelayer returns a Delayer that calls add (a queue's Add) until done closes.
+func NewDelayer(c clock.Clock, add func(string), done <-chan struct{}) *Delayer {
+	return &Delayer{clock: c, add: add, done: done, due: map[string]time.Time{}}
 }
 
-// after adds key once d has passed.
-func (d *delayer) after(key string, delay time.Duration) {
+// After adds key once delay has passed.
+func (d *Delayer) After(key string, delay time.Duration) {
 	if delay <= 0 {
 		d.add(key)
 		return
