@@ -158,6 +158,13 @@ func (s *Server) bind(w http.ResponseWriter, r *http.Request, info requestInfo, 
 			return nil, apierrors.NewConflict(rs.gr, pod.Name, fmt.Errorf("the binding's UID does not match pod %s", pod.Name))
 		}
 		pod.Spec.NodeName = binding.Target.Name
+		pod.Status.NominatedNodeName = "" // as upstream 1.37: a bound pod is nominated nowhere
+		for k, v := range binding.Annotations {
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[k] = v
+		}
 		setPodScheduled(pod)
 		return pod, nil
 	}, internalUpdate, wr)

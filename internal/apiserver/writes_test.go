@@ -286,3 +286,35 @@ func TestPodPriorityFromClass(t *testing.T) {
 		return err == nil && *p.Spec.Priority == 7 && p.Spec.PriorityClassName == "dflt"
 	})
 }
+
+func TestBinding(t *testing.T) {
+	ctx := testContext(t)
+	_, client := newClient(t, "bind")
+	pods := client.CoreV1().Pods("bind")
+	p, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Status.NominatedNodeName = "n0"
+	if _, err := pods.UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "p", Annotations: map[string]string{"why": "test"}}, Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}}
+	if err := pods.Bind(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bound, err := pods.Get(ctx, "p", metav1.GetOptions{})
+	if err != nil || bound.Spec.NodeName != "n1" || bound.Status.NominatedNodeName != "" || bound.Annotations["why"] != "test" {
+		t.Fatalf("bound pod: node %q nominated %q annotations %v, %v", bound.Spec.NodeName, bound.Status.NominatedNodeName, bound.Annotations, err)
+	}
+	scheduled := false
+	for _, c := range bound.Status.Conditions {
+		scheduled = scheduled || (c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue)
+	}
+	if !scheduled {
+		t.Errorf("no PodScheduled=True condition: %+v", bound.Status.Conditions)
+	}
+	if err := pods.Bind(ctx, binding, metav1.CreateOptions{}); !apierrors.IsConflict(err) {
+		t.Errorf("binding a bound pod: %v, want 409", err)
+	}
+}
