@@ -46,12 +46,7 @@ func statusOf(err *apierrors.StatusError) *metav1.Status {
 
 // notImplemented is the error for API features orch does not have yet.
 func notImplemented(what string) error {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status:  metav1.StatusFailure,
-		Code:    http.StatusNotImplemented,
-		Reason:  "NotImplemented",
-		Message: what + " is not implemented by orch",
-	}}
+	return statusError(http.StatusNotImplemented, "NotImplemented", what+" is not implemented by orch")
 }
 
 func badRequest(format string, args ...any) error {

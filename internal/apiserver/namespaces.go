@@ -34,14 +34,13 @@ func (s *Server) checkNamespace(ctx context.Context, rs *resourceStore, obj runt
 		return nil
 	}
 	name := mustAccessor(obj).GetNamespace()
-	nsObj, err := nsStore.get(ctx, "", name)
+	ns, err := s.namespace(ctx, nsStore, name)
 	if err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			return apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, name)
 		}
 		return err
 	}
-	ns := nsObj.(*corev1.Namespace)
 	if ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating {
 		err := apierrors.NewForbidden(rs.gr, mustAccessor(obj).GetName(),
 			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", name))
@@ -50,6 +49,19 @@ func (s *Server) checkNamespace(ctx context.Context, rs *resourceStore, obj runt
 		return err
 	}
 	return nil
+}
+
+// namespace reads a namespace from the watch cache, and from etcd only when
+// the cache does not have it (yet): every namespaced create asks.
+func (s *Server) namespace(ctx context.Context, nsStore *resourceStore, name string) (*corev1.Namespace, error) {
+	if o, ok := nsStore.cache.Get(nsStore.key("", name)); ok {
+		return o.Value.(*corev1.Namespace), nil
+	}
+	obj, err := nsStore.get(ctx, "", name)
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*corev1.Namespace), nil
 }
 
 // eachItem calls fn on every item of a list.

@@ -3,11 +3,11 @@ package apiserver
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"mime"
 	"net/http"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -161,8 +161,5 @@ func decodeApply(patch []byte) (*unstructured.Unstructured, error) {
 }
 
 func unprocessable(format string, args ...any) error {
-	err := badRequest(format, args...).(*apierrors.StatusError)
-	err.ErrStatus.Code = http.StatusUnprocessableEntity
-	err.ErrStatus.Reason = metav1.StatusReasonInvalid
-	return err
+	return statusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, fmt.Sprintf(format, args...))
 }

@@ -72,7 +72,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := pki.WriteKubeconfig(p.WriteKubeconfig, p.WriteKubeconfigMode, url, bundle.CACertPEM, bundle.AdminCertPEM, bundle.AdminKeyPEM); err != nil {
 		return err
 	}
-	handler := filters.Recover(log, filters.Authenticate(bundle.CAPool(), api))
+	handler := filters.Recover(log, filters.Authenticate(api))
 	httpServer := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	go func() {
 		ready := waitReady(ctx, url, bundle)

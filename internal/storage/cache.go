@@ -243,6 +243,14 @@ func sortByKey(objects []Object) {
 	sort.Slice(objects, func(i, j int) bool { return objects[i].Key < objects[j].Key })
 }
 
+// Get returns the cached object under key, if the cache has it.
+func (c *Cache) Get(key string) (Object, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o, ok := c.items[key]
+	return o, ok
+}
+
 // Revision returns the revision the cache has applied.
 func (c *Cache) Revision() int64 {
 	c.mu.Lock()

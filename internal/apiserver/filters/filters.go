@@ -5,7 +5,6 @@ package filters
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -36,12 +35,12 @@ func WithUser(ctx context.Context, user User) context.Context {
 // publicPaths answer anonymous requests, as upstream's default RBAC allows.
 var publicPaths = map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true, "/version/": true}
 
-// Authenticate accepts client certificates signed by the cluster CA (the TLS
-// layer verifies them against roots; CN is the user, O the groups) and
-// answers 401 to anonymous requests outside the public paths.
-func Authenticate(roots *x509.CertPool, next http.Handler) http.Handler {
+// Authenticate accepts client certificates the TLS layer verified against
+// the cluster CA (CN is the user, O the groups) and answers 401 to anonymous
+// requests outside the public paths.
+func Authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if user, ok := certificateUser(r, roots); ok {
+		if user, ok := certificateUser(r); ok {
 			next.ServeHTTP(w, r.WithContext(WithUser(r.Context(), user)))
 			return
 		}
@@ -53,17 +52,16 @@ func Authenticate(roots *x509.CertPool, next http.Handler) http.Handler {
 	})
 }
 
-func certificateUser(r *http.Request, roots *x509.CertPool) (User, bool) {
-	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+// certificateUser is the identity of a client certificate that the TLS
+// handshake verified against the cluster CA (the listener asks for client
+// certificates with VerifyClientCertIfGiven and ClientCAs, so a chain in
+// VerifiedChains is one the CA signed for client auth).
+func certificateUser(r *http.Request) (User, bool) {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
 		return User{}, false
 	}
-	cert := r.TLS.PeerCertificates[0]
-	intermediates := x509.NewCertPool()
-	for _, c := range r.TLS.PeerCertificates[1:] {
-		intermediates.AddCert(c)
-	}
-	_, err := cert.Verify(x509.VerifyOptions{Roots: roots, Intermediates: intermediates, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
-	if err != nil || cert.Subject.CommonName == "" {
+	cert := r.TLS.VerifiedChains[0][0]
+	if cert.Subject.CommonName == "" {
 		return User{}, false
 	}
 	return User{Name: cert.Subject.CommonName, Groups: append(cert.Subject.Organization, "system:authenticated")}, true

@@ -2,7 +2,6 @@ package replicaset
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"sync"
 
@@ -97,62 +96,22 @@ func New(ctx controller.Context) *Controller {
 	return c
 }
 
-// Start waits for the informer caches, then runs the workers until ctx
-// ends.
+// Start waits for the informer caches, then runs the workers of each kind
+// (ReplicaSets, ReplicationControllers) until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
 	defer close(c.done)
 	c.log.Info("starting controller")
 	defer c.log.Info("shutting down controller")
 	var wg sync.WaitGroup
-	defer func() {
-		for _, m := range c.managers {
-			m.queue.ShutDown()
-		}
-		wg.Wait()
-	}()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return nil // ctx ended first
-	}
 	for _, m := range c.managers {
-		for i := 0; i < workers; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for m.processNext(ctx) {
-				}
-			}()
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			controller.Run(ctx, m.queue, workers, c.synced, m.sync, m.log)
+		}()
 	}
-	<-ctx.Done()
+	wg.Wait()
 	return nil
-}
-
-// processNext syncs one key; false once the queue is shut down.
-func (m *manager) processNext(ctx context.Context) bool {
-	key, quit := m.queue.Get()
-	if quit {
-		return false
-	}
-	defer m.queue.Done(key)
-	err := m.syncSafely(ctx, key)
-	if err == nil {
-		m.queue.Forget(key)
-		return true
-	}
-	m.log.Info("sync failed; will retry", "key", key, "err", err)
-	m.queue.AddRateLimited(key)
-	return true
-}
-
-// syncSafely turns a panic in a sync into an error, so one bad object
-// cannot bring the controller manager down.
-func (m *manager) syncSafely(ctx context.Context, key string) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic while syncing: %v", r)
-		}
-	}()
-	return m.sync(ctx, key)
 }
 
 // get returns the object with key from the informer cache, as a ReplicaSet.

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -108,39 +107,7 @@ func (c *Controller) namespaceChanged(obj any) {
 func (c *Controller) Start(ctx context.Context) error {
 	c.log.Info("Starting controller")
 	defer c.log.Info("Shutting down controller")
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer c.queue.ShutDown()
-	if !cache.WaitForNamedCacheSync(Name, ctx.Done(), c.synced...) {
-		return nil
-	}
-	for range Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.processNext(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	return nil
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.syncNamespace(ctx, key); err != nil {
-		if ctx.Err() == nil {
-			c.log.Error("cannot create the default service accounts; retrying", "namespace", key, "err", err)
-		}
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
+	return controller.Run(ctx, c.queue, Workers, c.synced, c.syncNamespace, c.log)
 }
 
 // syncNamespace creates the missing default service accounts of an active
