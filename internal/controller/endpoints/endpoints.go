@@ -144,7 +144,7 @@ func Subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
 		if pod.Spec.Hostname != "" && pod.Spec.Subdomain == svc.Name {
 			addr.Hostname = pod.Spec.Hostname
 		}
-		if podReady(pod) || svc.Spec.PublishNotReadyAddresses {
+		if controller.PodReady(pod) || svc.Spec.PublishNotReadyAddresses {
 			subset.Addresses = append(subset.Addresses, addr)
 		} else {
 			subset.NotReadyAddresses = append(subset.NotReadyAddresses, addr)
@@ -169,39 +169,14 @@ func endpointPorts(svc *corev1.Service, pod *corev1.Pod) ([]corev1.EndpointPort,
 	var ports []corev1.EndpointPort
 	var key strings.Builder
 	for _, sp := range svc.Spec.Ports {
-		port := sp.TargetPort.IntVal
-		if sp.TargetPort.StrVal != "" {
-			port = namedPort(pod, sp.TargetPort.StrVal, sp.Protocol)
-			if port == 0 {
-				continue
-			}
-		} else if port == 0 {
-			port = sp.Port
+		port, ok := controller.TargetPort(sp, pod)
+		if !ok {
+			continue
 		}
 		ports = append(ports, corev1.EndpointPort{Name: sp.Name, Port: port, Protocol: sp.Protocol, AppProtocol: sp.AppProtocol})
 		fmt.Fprintf(&key, "%s/%s/%d;", sp.Name, sp.Protocol, port)
 	}
 	return ports, key.String()
-}
-
-func namedPort(pod *corev1.Pod, name string, proto corev1.Protocol) int32 {
-	for _, c := range pod.Spec.Containers {
-		for _, p := range c.Ports {
-			if p.Name == name && p.Protocol == proto {
-				return p.ContainerPort
-			}
-		}
-	}
-	return 0
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func nodeName(pod *corev1.Pod) *string {

@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/utils/ptr"
+
+	"orch/internal/controller"
 )
 
 // maxEndpointsPerSlice is upstream's default --max-endpoints-per-slice.
@@ -65,7 +67,7 @@ func includePod(pod *corev1.Pod) bool {
 }
 
 func endpointFor(svc *corev1.Service, pod *corev1.Pod, zones map[string]string) discoveryv1.Endpoint {
-	ready := podReady(pod)
+	ready := controller.PodReady(pod)
 	terminating := pod.DeletionTimestamp != nil
 	ep := discoveryv1.Endpoint{
 		Addresses: []string{pod.Status.PodIP},
@@ -88,15 +90,6 @@ func endpointFor(svc *corev1.Service, pod *corev1.Pod, zones map[string]string) 
 	return ep
 }
 
-func podReady(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // resolvePorts turns the service's ports into endpoint ports for pod,
 // resolving named target ports against the pod's containers (pod nil: the
 // numeric ones only, for an empty slice).
@@ -104,7 +97,7 @@ func resolvePorts(svc *corev1.Service, pod *corev1.Pod) portSet {
 	var ps portSet
 	var key strings.Builder
 	for _, sp := range svc.Spec.Ports {
-		port, ok := targetPort(sp, pod)
+		port, ok := controller.TargetPort(sp, pod)
 		if !ok {
 			continue // a named port this pod does not have
 		}
@@ -118,24 +111,4 @@ func resolvePorts(svc *corev1.Service, pod *corev1.Pod) portSet {
 		ps.ports = []discoveryv1.EndpointPort{}
 	}
 	return ps
-}
-
-func targetPort(sp corev1.ServicePort, pod *corev1.Pod) (int32, bool) {
-	if sp.TargetPort.StrVal == "" {
-		if sp.TargetPort.IntVal != 0 {
-			return sp.TargetPort.IntVal, true
-		}
-		return sp.Port, true
-	}
-	if pod == nil {
-		return 0, false
-	}
-	for _, c := range pod.Spec.Containers {
-		for _, p := range c.Ports {
-			if p.Name == sp.TargetPort.StrVal && p.Protocol == sp.Protocol {
-				return p.ContainerPort, true
-			}
-		}
-	}
-	return 0, false
 }

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"orch/internal/controller"
 )
 
 // addHandlers wires the informers to the queue: owner events enqueue the
@@ -121,7 +123,7 @@ func (m *manager) podUpdated(oldObj, newObj interface{}) {
 		m.enqueue(rs)
 		// A pod that just became ready becomes available minReadySeconds
 		// later; nothing else will tell us then.
-		if !isPodReady(old) && isPodReady(cur) && rs.Spec.MinReadySeconds > 0 {
+		if !controller.PodReady(old) && controller.PodReady(cur) && rs.Spec.MinReadySeconds > 0 {
 			m.delay.After(keyOf(rs), time.Duration(rs.Spec.MinReadySeconds)*time.Second)
 		}
 		return

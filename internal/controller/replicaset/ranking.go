@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"orch/internal/controller"
 )
 
 // podDeletionCostAnnotation lets users say which pods of a ReplicaSet to
@@ -66,7 +68,7 @@ func (r rankedPods) Less(i, j int) bool {
 	if phaseOrder[a.Status.Phase] != phaseOrder[b.Status.Phase] {
 		return phaseOrder[a.Status.Phase] < phaseOrder[b.Status.Phase]
 	}
-	readyA, readyB := isPodReady(a), isPodReady(b)
+	readyA, readyB := controller.PodReady(a), controller.PodReady(b)
 	if readyA != readyB {
 		return !readyA
 	}
@@ -182,11 +184,6 @@ func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
 		}
 	}
 	return nil
-}
-
-func isPodReady(pod *corev1.Pod) bool {
-	c := readyCondition(pod)
-	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 // isPodAvailable: ready for at least minReadySeconds at now.

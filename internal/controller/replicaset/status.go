@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"orch/internal/controller"
 )
 
 // calculateStatus counts rs's pods into a new status. manageErr, the error
@@ -21,7 +23,7 @@ func calculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, m
 		if templateLabels.Matches(labels.Set(p.Labels)) {
 			fullyLabeled++
 		}
-		if isPodReady(p) {
+		if controller.PodReady(p) {
 			ready++
 			if isPodAvailable(p, rs.Spec.MinReadySeconds, now) {
 				available++
