@@ -1,16 +1,12 @@
 package e2e
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"orch/internal/simnode"
 )
@@ -19,19 +15,8 @@ import (
 // binary and kubectl: on 3 simulated nodes a 5-replica deployment spreads over
 // the nodes, and set image, rollout status/history/undo and scale behave.
 func TestDeploymentOnSimulatedNodes(t *testing.T) {
-	s := StartServer(t)
-	client := kubernetes.NewForConfigOrDie(s.RestConfig(t))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	sim := simnode.New(client, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	for _, name := range []string{"sim-a", "sim-b", "sim-c"} {
-		if err := sim.Add(ctx, simnode.Node{Name: name}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	done := make(chan struct{})
-	go func() { defer close(done); sim.Start(ctx) }()
-	defer func() { cancel(); <-done }()
+	c := startSimCluster(t, simnode.Node{Name: "sim-a"}, simnode.Node{Name: "sim-b"}, simnode.Node{Name: "sim-c"})
+	s, client, ctx := c.Server, c.client, c.ctx
 
 	s.Kubectl(t, "create", "deployment", "web", "--image=registry.example/web:1", "--replicas=5")
 	s.Kubectl(t, "rollout", "status", "deployment/web", "--timeout=90s")
