@@ -147,9 +147,11 @@ func (c *Controller) monitor(ctx context.Context) {
 
 func (c *Controller) reconcileNode(ctx context.Context, node *corev1.Node, h Health, now time.Time, fullDisruption bool) error {
 	if h == Unreachable {
-		if err := c.markUnknown(ctx, node, now); err != nil {
+		marked, err := c.markUnknown(ctx, node, now)
+		if err != nil {
 			return err
 		}
+		node = marked // taint the node as just written, or the update conflicts
 	}
 	taints, changed := reconcileTaints(node.Spec.Taints, wantedTaints(h), now, false)
 	withNoExecute, _ := reconcileTaints(node.Spec.Taints, wantedTaints(h), now, true)
@@ -168,11 +170,12 @@ func (c *Controller) reconcileNode(ctx context.Context, node *corev1.Node, h Hea
 	return err
 }
 
-// markUnknown sets every condition of a silent node to Unknown, once.
-func (c *Controller) markUnknown(ctx context.Context, node *corev1.Node, now time.Time) error {
+// markUnknown sets every condition of a silent node to Unknown, once, and
+// returns the node as written.
+func (c *Controller) markUnknown(ctx context.Context, node *corev1.Node, now time.Time) (*corev1.Node, error) {
 	ready := readyCondition(node)
 	if ready != nil && ready.Status == corev1.ConditionUnknown {
-		return nil
+		return node, nil
 	}
 	updated := node.DeepCopy()
 	stamp := metav1.NewTime(now)
@@ -184,11 +187,12 @@ func (c *Controller) markUnknown(ctx context.Context, node *corev1.Node, now tim
 		updated.Status.Conditions = append(updated.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown,
 			Reason: "NodeStatusNeverUpdated", Message: "Kubelet never posted node status.", LastTransitionTime: stamp})
 	}
-	if _, err := c.client.CoreV1().Nodes().UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
-		return err
+	written, err := c.client.CoreV1().Nodes().UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, err
 	}
 	c.recorder.Eventf(node, corev1.EventTypeNormal, "NodeNotReady", "Node %s status is now: NodeNotReady", node.Name)
-	return nil
+	return written, nil
 }
 
 // nextEviction deletes one pod whose toleration of its node's NoExecute
