@@ -7,7 +7,6 @@ import (
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -188,34 +187,6 @@ func setPodScheduled(pod *corev1.Pod) {
 		}
 	}
 	pod.Status.Conditions = append(pod.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: now})
-}
-
-// evict is pods/eviction: a delete that PodDisruptionBudgets may refuse
-// (budgets are not checked yet: an eviction deletes the pod).
-func (s *Server) evict(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore) {
-	data, err := readBody(r)
-	if err != nil {
-		s.respondError(w, r, err, rs.gr, info.Name)
-		return
-	}
-	eviction := &policyv1.Eviction{}
-	if err := s.decodeInto(r, data, eviction); err != nil {
-		s.respondError(w, r, err, rs.gr, info.Name)
-		return
-	}
-	if eviction.Name != "" && eviction.Name != info.Name {
-		s.respondError(w, r, badRequest("name in URL does not match name in Eviction object"), rs.gr, info.Name)
-		return
-	}
-	opts := metav1.DeleteOptions{}
-	if eviction.DeleteOptions != nil {
-		opts = *eviction.DeleteOptions
-	}
-	if _, _, err := s.deleteObject(r.Context(), rs, info.Namespace, info.Name, opts); err != nil {
-		s.respondError(w, r, err, rs.gr, info.Name)
-		return
-	}
-	s.respond(w, r, http.StatusCreated, &metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated})
 }
 
 // finalizeNamespace is namespaces/finalize: only spec.finalizers change.

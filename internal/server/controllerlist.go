@@ -3,6 +3,7 @@ package server
 import (
 	"orch/internal/controller"
 	"orch/internal/controller/deployment"
+	"orch/internal/controller/disruption"
 	"orch/internal/controller/endpoints"
 	"orch/internal/controller/endpointslice"
 	"orch/internal/controller/garbagecollector"
@@ -10,6 +11,7 @@ import (
 	"orch/internal/controller/nodeipam"
 	"orch/internal/controller/nodelifecycle"
 	"orch/internal/controller/podgc"
+	"orch/internal/controller/pvbinder"
 	"orch/internal/controller/replicaset"
 	"orch/internal/controller/resourcequota"
 	"orch/internal/controller/serviceaccount"
@@ -43,6 +45,8 @@ func controllers(p parsed) func(ctx controller.Context) ([]run.Named, error) {
 			{Name: "nodeipam", Runnable: ipam},
 			{Name: "endpointslice", Runnable: endpointslice.New(ctx)},
 			{Name: "endpoints", Runnable: endpoints.New(ctx)},
+			{Name: "disruption", Runnable: disruption.New(ctx)},
+			{Name: "pvbinder", Runnable: pvbinder.New(ctx)},
 		}, nil
 	}
 }
