@@ -15,6 +15,7 @@ import (
 	"orch/internal/controller/replicaset"
 	"orch/internal/controller/resourcequota"
 	"orch/internal/controller/serviceaccount"
+	"orch/internal/controller/statefulset"
 	"orch/internal/controller/ttlafterfinished"
 	"orch/internal/run"
 	"orch/internal/scheduler"
@@ -37,6 +38,7 @@ func controllers(p parsed) func(ctx controller.Context) ([]run.Named, error) {
 			{Name: "podgc", Runnable: podgc.New(ctx)},
 			{Name: "replicaset", Runnable: replicaset.New(ctx)},
 			{Name: "deployment", Runnable: deployment.New(ctx)},
+			{Name: "statefulset", Runnable: statefulset.New(ctx)},
 			{Name: "garbagecollector", Runnable: garbagecollector.New(ctx)},
 			{Name: "namespace", Runnable: namespace.New(ctx)},
 			{Name: "serviceaccount", Runnable: serviceaccount.New(ctx)},

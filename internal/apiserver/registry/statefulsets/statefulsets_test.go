@@ -129,6 +129,15 @@ func TestValidateUpdate(t *testing.T) {
 	renamed := statefulSet()
 	renamed.Spec.ServiceName = "other"
 	registrytest.ExpectErrors(t, registrytest.Validate(r, renamed, old), "FieldValueForbidden spec")
+
+	// A stored object read back without the claim templates' apiVersion
+	// and kind (as protobuf storage does) may still be scaled.
+	stored := old.DeepCopy()
+	stored.Spec.VolumeClaimTemplates[0].TypeMeta = metav1.TypeMeta{}
+	scaled := statefulSet()
+	r.Default(scaled)
+	scaled.Spec.Replicas = ptr.To[int32](2)
+	registrytest.ExpectErrors(t, registrytest.Validate(r, scaled, stored))
 }
 
 func TestRowAndScale(t *testing.T) {

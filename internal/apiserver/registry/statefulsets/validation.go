@@ -6,6 +6,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -129,7 +130,16 @@ func validateUpdate(obj, old runtime.Object) field.ErrorList {
 	spec.Ordinals = oldS.Spec.Ordinals
 	spec.RevisionHistoryLimit = oldS.Spec.RevisionHistoryLimit
 	spec.PersistentVolumeClaimRetentionPolicy = oldS.Spec.PersistentVolumeClaimRetentionPolicy
-	if !apiequality.Semantic.DeepEqual(*spec, oldS.Spec) {
+	oldSpec := oldS.Spec.DeepCopy()
+	// The claim templates' apiVersion and kind are defaulted on the new
+	// object but not kept by every encoding of the stored one; they are not
+	// a change.
+	for _, sp := range []*appsv1.StatefulSetSpec{spec, oldSpec} {
+		for i := range sp.VolumeClaimTemplates {
+			sp.VolumeClaimTemplates[i].TypeMeta = metav1.TypeMeta{}
+		}
+	}
+	if !apiequality.Semantic.DeepEqual(*spec, *oldSpec) {
 		return field.ErrorList{field.Forbidden(field.NewPath("spec"), "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden")}
 	}
 	return nil

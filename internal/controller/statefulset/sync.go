@@ -1,0 +1,201 @@
+package statefulset
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/cache"
+
+	"orch/internal/controller/history"
+)
+
+// sync reconciles the set with key: once the caches show our last writes,
+// claim its revisions and pods, converge the pods, write status, trim the
+// revision history, and plan the next availability check.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	start := c.clock.Now()
+	defer func() { c.log.Debug("synced", "key", key, "took", c.clock.Since(start)) }()
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil // not a key we produce; nothing to retry
+	}
+	if err := c.writes.ready(key); err != nil {
+		return err
+	}
+	set, err := c.sets.StatefulSets(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.writes.forget(key)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	selector, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
+	if err != nil {
+		c.log.Info("StatefulSet has an invalid selector; fix spec.selector", "statefulset", key, "err", err)
+		return nil // retrying cannot help
+	}
+	revs, err := c.history.List(set, selector)
+	if err != nil {
+		return err
+	}
+	pods, err := c.claimPods(ctx, set, selector)
+	if err != nil {
+		return err
+	}
+	return c.syncSet(ctx, set, pods, revs)
+}
+
+// syncSet converges set's pods and records the outcome.
+func (c *Controller) syncSet(ctx context.Context, set *appsv1.StatefulSet, pods []*corev1.Pod, revs []*appsv1.ControllerRevision) error {
+	set = set.DeepCopy()
+	history.Sort(revs)
+	now := c.clock.Now()
+	current, update, collisions, err := c.revisions(ctx, set, revs)
+	if err != nil {
+		return utilerrors.NewAggregate([]error{err, c.truncateHistory(ctx, set, pods, revs, current, update)})
+	}
+	status, err := c.reconcile(ctx, set, pods, current, update, collisions, now)
+	if status != nil {
+		if statusErr := c.writeStatus(ctx, set, status); statusErr != nil {
+			err = utilerrors.NewAggregate([]error{err, statusErr})
+		}
+	}
+	if truncErr := c.truncateHistory(ctx, set, pods, revs, current, update); truncErr != nil {
+		err = utilerrors.NewAggregate([]error{err, truncErr})
+	}
+	if err != nil {
+		return err
+	}
+	if set.Spec.MinReadySeconds > 0 && status.ReadyReplicas != status.AvailableReplicas {
+		next := time.Duration(set.Spec.MinReadySeconds) * time.Second
+		if d, ok := nextAvailabilityCheck(pods, set.Spec.MinReadySeconds, now, c.clock.Now()); ok {
+			next = d
+		}
+		c.delay.After(keyOf(set), next)
+	}
+	return nil
+}
+
+// claimPods reconciles ownership of the pods in set's namespace and returns
+// those set controls afterwards. A pod is set's when set controls it, its
+// labels match the selector, and its name is <set>-<ordinal>: orphans like
+// that are adopted (unless set is being deleted), controlled pods that are
+// no longer like that are released.
+func (c *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, selector labels.Selector) ([]*corev1.Pod, error) {
+	all, err := c.pods.Pods(set.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	var (
+		once     sync.Once
+		adoptErr error
+	)
+	canAdopt := func() error {
+		once.Do(func() { adoptErr = c.recheckNotDeleted(ctx, set) })
+		return adoptErr
+	}
+	var claimed []*corev1.Pod
+	var errs []error
+	for _, pod := range all {
+		matches := selector.Matches(labels.Set(pod.Labels)) && isMemberOf(set, pod)
+		ref := metav1.GetControllerOfNoCopy(pod)
+		switch {
+		case ref != nil && ref.UID != set.UID:
+			// Another controller's.
+		case ref != nil && matches:
+			claimed = append(claimed, pod)
+		case ref != nil:
+			if set.DeletionTimestamp == nil {
+				errs = append(errs, c.releasePod(ctx, set, pod))
+			}
+		case !matches || set.DeletionTimestamp != nil || pod.DeletionTimestamp != nil:
+			// An orphan we should not take.
+		default:
+			if err := canAdopt(); err != nil {
+				errs = append(errs, fmt.Errorf("can't adopt Pod %s/%s: %w", pod.Namespace, pod.Name, err))
+				continue
+			}
+			adopted, err := c.adoptPod(ctx, set, pod)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if adopted != nil {
+				claimed = append(claimed, adopted)
+			}
+		}
+	}
+	return claimed, utilerrors.NewAggregate(errs)
+}
+
+// recheckNotDeleted reads set fresh from the apiserver: a set being deleted
+// (or replaced) must not adopt.
+func (c *Controller) recheckNotDeleted(ctx context.Context, set *appsv1.StatefulSet) error {
+	fresh, err := c.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+	switch {
+	case err != nil:
+		return fmt.Errorf("can't recheck DeletionTimestamp: %w", err)
+	case fresh.UID != set.UID:
+		return fmt.Errorf("original StatefulSet %s is gone: got uid %s, wanted %s", keyOf(set), fresh.UID, set.UID)
+	case fresh.DeletionTimestamp != nil:
+		return fmt.Errorf("%s has just been deleted at %v", keyOf(set), fresh.DeletionTimestamp)
+	}
+	return nil
+}
+
+func (c *Controller) adoptPod(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod) (*corev1.Pod, error) {
+	patch, err := json.Marshal(map[string]interface{}{
+		"metadata": map[string]interface{}{
+			"ownerReferences": []metav1.OwnerReference{*metav1.NewControllerRef(set, controllerKind)},
+			"uid":             pod.UID,
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	adopted, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("can't adopt Pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	c.writes.wrote(keyOf(set), set.UID, resPods, adopted.ResourceVersion)
+	c.log.Info("adopted pod", "statefulset", keyOf(set), "pod", pod.Name)
+	return adopted, nil
+}
+
+// releasePod removes set's reference from pod; a pod gone or replaced
+// needs no release.
+func (c *Controller) releasePod(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod) error {
+	patch, err := json.Marshal(map[string]interface{}{
+		"metadata": map[string]interface{}{
+			"ownerReferences": []map[string]string{{"$patch": "delete", "uid": string(set.UID)}},
+			"uid":             pod.UID,
+		},
+	})
+	if err != nil {
+		return err
+	}
+	released, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("can't release Pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	c.writes.wrote(keyOf(set), set.UID, resPods, released.ResourceVersion)
+	c.log.Info("released pod", "statefulset", keyOf(set), "pod", pod.Name)
+	return nil
+}
