@@ -2,6 +2,7 @@ package server
 
 import (
 	"orch/internal/controller"
+	"orch/internal/controller/cronjob"
 	"orch/internal/controller/deployment"
 	"orch/internal/controller/disruption"
 	"orch/internal/controller/endpoints"
@@ -39,6 +40,7 @@ func controllers(p parsed) func(ctx controller.Context) ([]run.Named, error) {
 			{Name: "replicaset", Runnable: replicaset.New(ctx)},
 			{Name: "deployment", Runnable: deployment.New(ctx)},
 			{Name: "statefulset", Runnable: statefulset.New(ctx)},
+			{Name: "cronjob", Runnable: cronjob.New(ctx)},
 			{Name: "garbagecollector", Runnable: garbagecollector.New(ctx)},
 			{Name: "namespace", Runnable: namespace.New(ctx)},
 			{Name: "serviceaccount", Runnable: serviceaccount.New(ctx)},

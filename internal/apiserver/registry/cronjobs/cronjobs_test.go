@@ -57,6 +57,19 @@ func TestValidate(t *testing.T) {
 		{"TZ in schedule", func(c *batchv1.CronJob) { c.Spec.Schedule = "TZ=UTC 0 * * * *" }, []string{"FieldValueInvalid spec.schedule"}},
 		{"unknown zone", func(c *batchv1.CronJob) { c.Spec.TimeZone = ptr.To("Mars/Olympus") }, []string{"FieldValueInvalid spec.timeZone"}},
 		{"local zone", func(c *batchv1.CronJob) { c.Spec.TimeZone = ptr.To("Local") }, []string{"FieldValueInvalid spec.timeZone"}},
+		{"zone of the conformance test", func(c *batchv1.CronJob) { c.Spec.TimeZone = ptr.To("bad-time-zone") }, []string{"FieldValueInvalid spec.timeZone"}},
+		{"empty zone", func(c *batchv1.CronJob) { c.Spec.TimeZone = ptr.To("") }, []string{"FieldValueInvalid spec.timeZone"}},
+		{"zone path", func(c *batchv1.CronJob) { c.Spec.TimeZone = ptr.To("Europe/../Paris") }, []string{"FieldValueInvalid spec.timeZone"}},
+		{"zone with spaces", func(c *batchv1.CronJob) { c.Spec.TimeZone = ptr.To(" Europe/Paris") }, []string{"FieldValueInvalid spec.timeZone"}},
+		{"zone with daylight saving", func(c *batchv1.CronJob) { c.Spec.TimeZone = ptr.To("America/New_York") }, nil},
+		{"UTC", func(c *batchv1.CronJob) { c.Spec.TimeZone = ptr.To("UTC") }, nil},
+		{"CRON_TZ in schedule", func(c *batchv1.CronJob) { c.Spec.Schedule = "CRON_TZ=Asia/Tokyo 0 9 * * *" }, []string{"FieldValueInvalid spec.schedule"}},
+		{"unknown TZ in schedule", func(c *batchv1.CronJob) { c.Spec.Schedule = "TZ=Nowhere/Else 0 9 * * *" }, []string{"FieldValueInvalid spec.schedule", "FieldValueInvalid spec.schedule"}},
+		{"question mark", func(c *batchv1.CronJob) { c.Spec.Schedule = "*/1 * * * ?" }, nil},
+		{"every", func(c *batchv1.CronJob) { c.Spec.Schedule = "@every 90m" }, nil},
+		{"a date that never comes parses", func(c *batchv1.CronJob) { c.Spec.Schedule = "0 0 31 2 *" }, nil},
+		{"minute out of range", func(c *batchv1.CronJob) { c.Spec.Schedule = "61 * * * *" }, []string{"FieldValueInvalid spec.schedule"}},
+		{"unknown macro", func(c *batchv1.CronJob) { c.Spec.Schedule = "@fortnightly" }, []string{"FieldValueInvalid spec.schedule"}},
 		{"bad concurrency", func(c *batchv1.CronJob) { c.Spec.ConcurrencyPolicy = "Sometimes" }, []string{"FieldValueNotSupported spec.concurrencyPolicy"}},
 		{"selector", func(c *batchv1.CronJob) {
 			c.Spec.JobTemplate.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}
@@ -76,6 +89,9 @@ func TestValidate(t *testing.T) {
 	registrytest.ExpectDetail(t, errs, "spec.schedule", "cannot use TZ or CRON_TZ in schedule, use timeZone field instead")
 	errs = registrytest.Validate(r, cronJob("* * *"), nil)
 	registrytest.ExpectDetail(t, errs, "spec.schedule", "expected exactly 5 fields, found 3: [* * *]")
+	bad := cronJob("0 3 * * *")
+	bad.Spec.TimeZone = ptr.To("Europe/../Paris")
+	registrytest.ExpectDetail(t, registrytest.Validate(r, bad, nil), "spec.timeZone", "unknown time zone Europe/../Paris")
 }
 
 func TestParseSchedule(t *testing.T) {

@@ -1,0 +1,176 @@
+package cronjob
+
+import (
+	"context"
+	"log/slog"
+
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	"orch/internal/controller"
+)
+
+const (
+	// name is the controller's name in logs.
+	name = "cronjob"
+	// component is the source of the events it records.
+	component = "cronjob-controller"
+	// workers is upstream's --concurrent-cron-job-syncs default.
+	workers = 5
+)
+
+// Controller creates the jobs of cron jobs at their schedule times.
+type Controller struct {
+	client   kubernetes.Interface
+	recorder record.EventRecorder
+	log      *slog.Logger
+	clock    clock.PassiveClock
+	cronJobs batchlisters.CronJobLister
+	jobs     batchlisters.JobLister
+	synced   []cache.InformerSynced
+	queue    workqueue.TypedRateLimitingInterface[string]
+	delay    *controller.Delayer
+	done     chan struct{}
+}
+
+// New builds the controller from ctx and registers its handlers on the
+// shared CronJob and Job informers; the caller starts the informer factory.
+func New(ctx controller.Context) *Controller {
+	ctx = withDefaults(ctx)
+	cronJobs := ctx.Informers.Batch().V1().CronJobs()
+	jobs := ctx.Informers.Batch().V1().Jobs()
+	c := &Controller{
+		client:   ctx.Client,
+		recorder: ctx.Recorder(component),
+		log:      ctx.Log.With("controller", name),
+		clock:    ctx.Clock,
+		cronJobs: cronJobs.Lister(),
+		jobs:     jobs.Lister(),
+		synced:   []cache.InformerSynced{cronJobs.Informer().HasSynced, jobs.Informer().HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: name},
+		),
+		done: make(chan struct{}),
+	}
+	c.delay = controller.NewDelayer(ctx.Clock, c.queue.Add, c.done)
+	cronJobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: c.cronJobUpdated,
+		DeleteFunc: c.enqueue,
+	})
+	jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.jobChanged,
+		UpdateFunc: c.jobUpdated,
+		DeleteFunc: c.jobChanged,
+	})
+	return c
+}
+
+// Start waits for the informer caches, then syncs cron jobs until ctx ends.
+func (c *Controller) Start(ctx context.Context) error {
+	defer close(c.done)
+	c.log.Info("starting controller")
+	defer c.log.Info("shutting down controller")
+	return controller.Run(ctx, c.queue, workers, c.synced, c.sync, c.log)
+}
+
+func (c *Controller) enqueue(obj interface{}) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	c.queue.Add(key)
+}
+
+// cronJobUpdated syncs the cron job now, unless only its schedule or time
+// zone changed: then at its next start time under the new schedule, so that
+// a change is not taken for a missed start.
+func (c *Controller) cronJobUpdated(oldObj, newObj interface{}) {
+	old, ok1 := oldObj.(*batchv1.CronJob)
+	cur, ok2 := newObj.(*batchv1.CronJob)
+	if !ok1 || !ok2 {
+		return
+	}
+	if old.Spec.Schedule == cur.Spec.Schedule && equalZone(old.Spec.TimeZone, cur.Spec.TimeZone) {
+		c.enqueue(cur)
+		return
+	}
+	sched, err := parseSchedule(cur)
+	if err != nil {
+		c.enqueue(cur) // the sync reports the schedule
+		return
+	}
+	now := c.clock.Now()
+	if wake, ok := nextWakeUp(cur, now, sched); ok {
+		c.delay.After(keyOf(cur), wake.Sub(now))
+	}
+}
+
+func equalZone(a, b *string) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+// jobChanged syncs the cron job that controls the job.
+func (c *Controller) jobChanged(obj interface{}) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	job, ok := obj.(*batchv1.Job)
+	if !ok {
+		return
+	}
+	if cj := c.owner(job.Namespace, metav1.GetControllerOfNoCopy(job)); cj != nil {
+		c.enqueue(cj)
+	}
+}
+
+func (c *Controller) jobUpdated(oldObj, newObj interface{}) {
+	old, ok1 := oldObj.(*batchv1.Job)
+	cur, ok2 := newObj.(*batchv1.Job)
+	if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
+		return
+	}
+	oldRef, curRef := metav1.GetControllerOfNoCopy(old), metav1.GetControllerOfNoCopy(cur)
+	if oldRef != nil && (curRef == nil || oldRef.UID != curRef.UID) {
+		c.jobChanged(old)
+	}
+	c.jobChanged(cur)
+}
+
+// owner returns the cron job ref points to, if it still exists with that UID.
+func (c *Controller) owner(namespace string, ref *metav1.OwnerReference) *batchv1.CronJob {
+	if ref == nil || ref.Kind != cronJobKind.Kind {
+		return nil
+	}
+	cj, err := c.cronJobs.CronJobs(namespace).Get(ref.Name)
+	if err != nil || cj.UID != ref.UID {
+		return nil
+	}
+	return cj
+}
+
+// withDefaults fills in what a caller may leave out: the real clock, the
+// default logger, a recorder that drops events.
+func withDefaults(ctx controller.Context) controller.Context {
+	if ctx.Clock == nil {
+		ctx.Clock = clock.RealClock{}
+	}
+	if ctx.Log == nil {
+		ctx.Log = slog.Default()
+	}
+	if ctx.Recorder == nil {
+		ctx.Recorder = func(string) record.EventRecorder { return &record.FakeRecorder{} }
+	}
+	return ctx
+}
+
+func keyOf(obj metav1.Object) string {
+	return obj.GetNamespace() + "/" + obj.GetName()
+}

@@ -1,0 +1,253 @@
+package cronjob
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"orch/internal/controller/controllertest"
+)
+
+var bg = context.Background()
+
+// cluster is a real apiserver on embedded etcd with the controller running
+// against it on a fake clock. No job controller runs: tests finish jobs by
+// writing their status.
+type cluster struct {
+	t      *testing.T
+	client kubernetes.Interface
+	clock  *testingclock.FakeClock
+}
+
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	env := controllertest.New(t, "default")
+	clk := testingclock.NewFakeClock(time.Now())
+	env.Context.Clock = clk
+	env.Start(t, New(env.Context))
+	return &cluster{t: t, client: env.Context.Client, clock: clk}
+}
+
+// newCronJob is a cron job of the default namespace running busybox.
+func newCronJob(name, schedule string, policy batchv1.ConcurrencyPolicy) *batchv1.CronJob {
+	return &batchv1.CronJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: batchv1.CronJobSpec{
+			Schedule:          schedule,
+			ConcurrencyPolicy: policy,
+			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyOnFailure,
+				Containers:    []corev1.Container{{Name: "c", Image: "busybox", Command: []string{"sleep", "300"}}},
+			}}}},
+		},
+	}
+}
+
+func (c *cluster) create(cj *batchv1.CronJob) *batchv1.CronJob {
+	c.t.Helper()
+	created, err := c.client.BatchV1().CronJobs("default").Create(bg, cj, metav1.CreateOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return created
+}
+
+// retry runs read a few times: the test apiserver's watch cache can time
+// out a list now and then.
+func (c *cluster) retry(read func() error) {
+	c.t.Helper()
+	var err error
+	for i := 0; i < 5; i++ {
+		if err = read(); err == nil {
+			return
+		}
+		c.t.Logf("read failed, retrying: %v", err)
+	}
+	c.t.Fatal(err)
+}
+
+func (c *cluster) cronJob(name string) *batchv1.CronJob {
+	c.t.Helper()
+	var cj *batchv1.CronJob
+	c.retry(func() (err error) {
+		cj, err = c.client.BatchV1().CronJobs("default").Get(bg, name, metav1.GetOptions{})
+		return err
+	})
+	return cj
+}
+
+// jobNames returns the names of the jobs the cron job controls.
+func (c *cluster) jobNames(cj *batchv1.CronJob) []string {
+	var names []string
+	for _, j := range c.jobs(cj) {
+		names = append(names, j.Name)
+	}
+	return names
+}
+
+func (c *cluster) jobs(cj *batchv1.CronJob) []batchv1.Job {
+	c.t.Helper()
+	var list *batchv1.JobList
+	c.retry(func() (err error) {
+		list, err = c.client.BatchV1().Jobs("default").List(bg, metav1.ListOptions{})
+		return err
+	})
+	var out []batchv1.Job
+	for _, j := range list.Items {
+		if metav1.IsControlledBy(&j, cj) {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+func (c *cluster) job(name string) *batchv1.Job {
+	c.t.Helper()
+	var job *batchv1.Job
+	c.retry(func() (err error) {
+		job, err = c.client.BatchV1().Jobs("default").Get(bg, name, metav1.GetOptions{})
+		return err
+	})
+	return job
+}
+
+// finish plays the job controller: the job started at start and succeeded
+// (or failed) at end, with the conditions and counters upstream requires.
+func (c *cluster) finish(name string, succeeded bool, start, end time.Time) {
+	c.t.Helper()
+	job := c.job(name)
+	now := metav1.NewTime(end)
+	job.Status.StartTime = &metav1.Time{Time: start}
+	if succeeded {
+		job.Status.Succeeded = 1
+		job.Status.CompletionTime = &now
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now, LastProbeTime: now},
+		}
+	} else {
+		job.Status.Failed = 1
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now, LastProbeTime: now},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now, LastProbeTime: now},
+		}
+	}
+	if _, err := c.client.BatchV1().Jobs("default").UpdateStatus(bg, job, metav1.UpdateOptions{}); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// events returns "Type Reason Message" of the events about the cron job.
+func (c *cluster) events(name string) []string {
+	c.t.Helper()
+	var list *corev1.EventList
+	c.retry(func() (err error) {
+		list, err = c.client.CoreV1().Events("default").List(bg, metav1.ListOptions{})
+		return err
+	})
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == "CronJob" && e.InvolvedObject.Name == name {
+			if e.Source.Component != component {
+				c.t.Errorf("event %s from %q", e.Reason, e.Source.Component)
+			}
+			out = append(out, e.Type+" "+e.Reason+" "+e.Message)
+		}
+	}
+	return out
+}
+
+func (c *cluster) hasEvent(name, line string) bool {
+	for _, e := range c.events(name) {
+		if e == line {
+			return true
+		}
+	}
+	return false
+}
+
+// noEventWith fails the test if an event about the cron job has one of
+// the reasons.
+func (c *cluster) noEventWith(name string, reasons ...string) {
+	c.t.Helper()
+	for _, e := range c.events(name) {
+		for _, r := range reasons {
+			if strings.Contains(e, " "+r+" ") {
+				c.t.Errorf("unexpected event %q", e)
+			}
+		}
+	}
+}
+
+// advanceTo moves the fake clock to t once the controller has planned its
+// next sync (a timer is waiting), so that the plan is made before the move.
+func (c *cluster) advanceTo(t time.Time) {
+	c.t.Helper()
+	eventually(c.t, "the controller to plan its next sync", func() (bool, error) { return c.clock.HasWaiters(), nil })
+	c.clock.SetTime(t)
+}
+
+// ticks returns the first n start times of the cron job's schedule after
+// its creation.
+func ticks(t *testing.T, cj *batchv1.CronJob, n int) []time.Time {
+	t.Helper()
+	sched, err := cron.ParseStandard(scheduleInZone(cj))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []time.Time
+	for at := cj.CreationTimestamp.Time; len(out) < n; {
+		at = sched.Next(at)
+		out = append(out, at)
+	}
+	return out
+}
+
+func nameAt(cj *batchv1.CronJob, t time.Time) string {
+	return jobName(cj, t)
+}
+
+// eventually polls cond until it holds; the timeout only bounds a hung
+// test, it asserts nothing about speed.
+func eventually(t *testing.T, what string, cond func() (bool, error)) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(bg, 20*time.Millisecond, 60*time.Second, true,
+		func(context.Context) (bool, error) { return cond() })
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// activeNames returns the names in status.active.
+func activeNames(cj *batchv1.CronJob) []string {
+	var out []string
+	for _, ref := range cj.Status.Active {
+		out = append(out, ref.Name)
+	}
+	return out
+}
+
+func sameNames(got []string, want ...string) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	seen := map[string]bool{}
+	for _, g := range got {
+		seen[g] = true
+	}
+	for _, w := range want {
+		if !seen[w] {
+			return false
+		}
+	}
+	return true
+}
