@@ -8,6 +8,7 @@ import (
 	"orch/internal/controller/endpoints"
 	"orch/internal/controller/endpointslice"
 	"orch/internal/controller/garbagecollector"
+	"orch/internal/controller/job"
 	"orch/internal/controller/namespace"
 	"orch/internal/controller/nodeipam"
 	"orch/internal/controller/nodelifecycle"
@@ -40,6 +41,7 @@ func controllers(p parsed) func(ctx controller.Context) ([]run.Named, error) {
 			{Name: "replicaset", Runnable: replicaset.New(ctx)},
 			{Name: "deployment", Runnable: deployment.New(ctx)},
 			{Name: "statefulset", Runnable: statefulset.New(ctx)},
+			{Name: "job", Runnable: job.New(ctx)},
 			{Name: "cronjob", Runnable: cronjob.New(ctx)},
 			{Name: "garbagecollector", Runnable: garbagecollector.New(ctx)},
 			{Name: "namespace", Runnable: namespace.New(ctx)},
