@@ -125,6 +125,11 @@ spec:
 		t.Fatalf("daemon pods on %v, want one on n1 and one on n2 (n3's taint is not tolerated)", perNode)
 	}
 	c.addNode(t, simnode.Node{Name: "n4"})
+	defer func() {
+		if t.Failed() {
+			t.Log(c.Kubectl(t, "get", "pods", "-o", "yaml"))
+		}
+	}()
 	if perNode := c.podsBy(t, "default", "app=agent", 3); perNode["n4"] != 1 {
 		t.Fatalf("daemon pods on %v, want one on the new node n4", perNode)
 	}

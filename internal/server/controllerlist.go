@@ -3,6 +3,7 @@ package server
 import (
 	"orch/internal/controller"
 	"orch/internal/controller/cronjob"
+	"orch/internal/controller/daemonset"
 	"orch/internal/controller/deployment"
 	"orch/internal/controller/disruption"
 	"orch/internal/controller/endpoints"
@@ -41,6 +42,7 @@ func controllers(p parsed) func(ctx controller.Context) ([]run.Named, error) {
 			{Name: "replicaset", Runnable: replicaset.New(ctx)},
 			{Name: "deployment", Runnable: deployment.New(ctx)},
 			{Name: "statefulset", Runnable: statefulset.New(ctx)},
+			{Name: "daemonset", Runnable: daemonset.New(ctx)},
 			{Name: "job", Runnable: job.New(ctx)},
 			{Name: "cronjob", Runnable: cronjob.New(ctx)},
 			{Name: "garbagecollector", Runnable: garbagecollector.New(ctx)},

@@ -70,8 +70,16 @@ func (s *Simulator) Add(ctx context.Context, n Node) error {
 	if err != nil {
 		return err
 	}
+	// Simulate the node before it exists: a pod may be bound to it (a
+	// daemon pod) as soon as the Node object appears.
+	s.mu.Lock()
+	s.nodes[n.Name] = n
+	s.mu.Unlock()
 	_, err = s.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
+		s.mu.Lock()
+		delete(s.nodes, n.Name)
+		s.mu.Unlock()
 		return fmt.Errorf("register simulated node %q: %w", n.Name, err)
 	}
 	// Controllers (node IPAM) may change the node meanwhile: retry on conflict.
@@ -87,9 +95,6 @@ func (s *Simulator) Add(ctx context.Context, n Node) error {
 	if err != nil {
 		return fmt.Errorf("set status of simulated node %q: %w", n.Name, err)
 	}
-	s.mu.Lock()
-	s.nodes[n.Name] = n
-	s.mu.Unlock()
 	return s.renewLease(ctx, n.Name)
 }
 

@@ -1,0 +1,241 @@
+package daemonset
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
+
+	"orch/internal/controller/controllertest"
+	"orch/internal/scheduler"
+	"orch/internal/simnode"
+)
+
+var bg = context.Background()
+
+// cluster is a real apiserver on embedded etcd running the DaemonSet
+// controller, the default scheduler and simulated nodes (whose pods
+// become Running and Ready).
+type cluster struct {
+	t      *testing.T
+	client kubernetes.Interface
+	config *rest.Config
+	sim    *simnode.Simulator
+}
+
+func startCluster(t *testing.T, clk clock.WithTicker, nodes ...simnode.Node) *cluster {
+	t.Helper()
+	env := controllertest.New(t, "default", corev1.NamespaceNodeLease)
+	env.Context.Clock = clk
+	c := &cluster{t: t, client: env.Context.Client, config: env.Server.Config, sim: simnode.New(env.Context.Client, env.Context.Log)}
+	for _, n := range nodes {
+		c.addNode(n)
+	}
+	env.Start(t, New(env.Context), scheduler.New(env.Context), c.sim)
+	return c
+}
+
+func (c *cluster) addNode(n simnode.Node) {
+	c.t.Helper()
+	if err := c.sim.Add(bg, n); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// eventually polls cond until it holds; the timeout only bounds a hung
+// test, it asserts nothing about speed.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(bg, 50*time.Millisecond, 90*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// retry runs read a few times: the test apiserver's watch cache can time
+// out a list now and then.
+func (c *cluster) retry(read func() error) {
+	c.t.Helper()
+	var err error
+	for i := 0; i < 5; i++ {
+		if err = read(); err == nil {
+			return
+		}
+		c.t.Logf("read failed, retrying: %v", err)
+	}
+	c.t.Fatal(err)
+}
+
+func (c *cluster) ds(name string) *appsv1.DaemonSet {
+	c.t.Helper()
+	var ds *appsv1.DaemonSet
+	c.retry(func() (err error) {
+		ds, err = c.client.AppsV1().DaemonSets("default").Get(bg, name, metav1.GetOptions{})
+		return err
+	})
+	return ds
+}
+
+// pods returns the live (not terminating) pods labelled app=app.
+func (c *cluster) pods(app string) []corev1.Pod {
+	c.t.Helper()
+	var list *corev1.PodList
+	c.retry(func() (err error) {
+		list, err = c.client.CoreV1().Pods("default").List(bg, metav1.ListOptions{LabelSelector: "app=" + app})
+		return err
+	})
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// nodesOf returns the sorted nodes the pods are bound to and whether every
+// pod is bound and ready.
+func nodesOf(pods []corev1.Pod) ([]string, bool) {
+	var nodes []string
+	allReady := true
+	for i := range pods {
+		nodes = append(nodes, pods[i].Spec.NodeName)
+		if pods[i].Spec.NodeName == "" || !isReady(&pods[i]) {
+			allReady = false
+		}
+	}
+	sort.Strings(nodes)
+	return nodes, allReady
+}
+
+// runsOn holds when app has exactly one ready pod on each of nodes and
+// none elsewhere.
+func (c *cluster) runsOn(app string, nodes ...string) bool {
+	got, ready := nodesOf(c.pods(app))
+	sort.Strings(nodes)
+	return ready && strings.Join(got, ",") == strings.Join(nodes, ",")
+}
+
+func (c *cluster) updateNode(name string, mutate func(*corev1.Node)) {
+	c.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := c.client.CoreV1().Nodes().Get(bg, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mutate(n)
+		_, err = c.client.CoreV1().Nodes().Update(bg, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *cluster) updateDS(name string, mutate func(*appsv1.DaemonSet)) {
+	c.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		ds, err := c.client.AppsV1().DaemonSets("default").Get(bg, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mutate(ds)
+		_, err = c.client.AppsV1().DaemonSets("default").Update(bg, ds, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// events returns "Type Reason Message" of the events about DaemonSet name
+// from the daemonset-controller.
+func (c *cluster) events(name string) []string {
+	c.t.Helper()
+	var list *corev1.EventList
+	c.retry(func() (err error) {
+		list, err = c.client.CoreV1().Events("default").List(bg, metav1.ListOptions{})
+		return err
+	})
+	var out []string
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == "DaemonSet" && e.InvolvedObject.Name == name && e.Source.Component == component {
+			out = append(out, e.Type+" "+e.Reason+" "+e.Message)
+		}
+	}
+	return out
+}
+
+func countPrefix(lines []string, prefix string) int {
+	n := 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func (c *cluster) revisions(ds *appsv1.DaemonSet) []appsv1.ControllerRevision {
+	c.t.Helper()
+	var list *appsv1.ControllerRevisionList
+	c.retry(func() (err error) {
+		list, err = c.client.AppsV1().ControllerRevisions("default").List(bg, metav1.ListOptions{})
+		return err
+	})
+	var out []appsv1.ControllerRevision
+	for _, r := range list.Items {
+		if ref := metav1.GetControllerOf(&r); ref != nil && ref.UID == ds.UID {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Revision < out[j].Revision })
+	return out
+}
+
+func newDS(name string, mutate func(*appsv1.DaemonSet)) *appsv1.DaemonSet {
+	labels := map[string]string{"app": name}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox:1"}}},
+			},
+		},
+	}
+	if mutate != nil {
+		mutate(ds)
+	}
+	return ds
+}
+
+func (c *cluster) createDS(ds *appsv1.DaemonSet) *appsv1.DaemonSet {
+	c.t.Helper()
+	created, err := c.client.AppsV1().DaemonSets("default").Create(bg, ds, metav1.CreateOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return created
+}
+
+// statusIs reports whether ds's status has the numbers and has observed
+// its generation.
+func statusIs(ds *appsv1.DaemonSet, desired, current, misscheduled, ready, updated, available int32) bool {
+	s := ds.Status
+	return s.ObservedGeneration == ds.Generation && s.DesiredNumberScheduled == desired && s.CurrentNumberScheduled == current &&
+		s.NumberMisscheduled == misscheduled && s.NumberReady == ready && s.UpdatedNumberScheduled == updated &&
+		s.NumberAvailable == available && s.NumberUnavailable == desired-available
+}
