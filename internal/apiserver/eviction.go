@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,9 +50,6 @@ func (s *Server) evict(w http.ResponseWriter, r *http.Request, info requestInfo,
 		}
 	}
 	if err != nil {
-		if st := toStatus(err, rs.gr, info.Name); st.Details != nil && st.Details.RetryAfterSeconds > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
-		}
 		s.respondError(w, r, err, rs.gr, info.Name)
 		return
 	}

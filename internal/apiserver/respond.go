@@ -67,5 +67,8 @@ func (s *Server) respondError(w http.ResponseWriter, r *http.Request, err error,
 	if status.Code >= 500 {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
+	if status.Details != nil && status.Details.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(status.Details.RetryAfterSeconds)))
+	}
 	s.respond(w, r, int(status.Code), status)
 }

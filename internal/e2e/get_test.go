@@ -21,12 +21,13 @@ func TestGet(t *testing.T) {
 	deployApp(t, s)
 
 	t.Run("get all", func(t *testing.T) {
-		// The deployment controller makes a ReplicaSet and its (unscheduled) pods.
+		// The deployment controller makes a ReplicaSet and its 2 (unscheduled)
+		// pods, the job controller the job's pod.
 		var tbs []table
 		eventually(t, 30*time.Second, func() string {
 			tbs = parseTables(s.Kubectl(t, "get", "all", "-n", appNS))
-			if len(tbs) != 6 || len(tbs[0].Rows) != 2 {
-				return fmt.Sprintf("get all: %d tables, want 6 (pods, services, deployments, replicasets, cronjobs, jobs) with 2 pods: %+v", len(tbs), tbs)
+			if len(tbs) != 6 || len(tbs[0].Rows) != 3 {
+				return fmt.Sprintf("get all: %d tables, want 6 (pods, services, deployments, replicasets, cronjobs, jobs) with 3 pods: %+v", len(tbs), tbs)
 			}
 			return ""
 		})

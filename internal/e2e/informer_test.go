@@ -101,6 +101,10 @@ func TestInformerSurvivesRestart(t *testing.T) {
 	start := time.Now()
 	change("before")
 	t.Logf("changes seen before the restart after %v", time.Since(start))
+	// client-go relists after a watch that closes within a second of its
+	// start with no events ("very short watch"): let the watches age first,
+	// as any informer that has run for a while has.
+	time.Sleep(1500 * time.Millisecond)
 	s.Restart()
 	t.Logf("restarted after %v", time.Since(start))
 	change("after")

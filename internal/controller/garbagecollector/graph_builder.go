@@ -265,6 +265,11 @@ func (gb *graphBuilder) addDependentToOwners(n *node, owners []metav1.OwnerRefer
 			gb.attemptToDelete.Add(owner)
 			continue
 		}
+		if owner.isDeletingDependents() {
+			// The owner's foreground deletion began before n was seen: its
+			// dependents were queued then, so queue n now.
+			gb.attemptToDelete.Add(n)
+		}
 		if suspicious {
 			continue
 		}
