@@ -3,8 +3,9 @@
 # Run as root on Debian 12; `make test` calls it.
 set -euo pipefail
 
-# Only what the tests use today; the agent issues add containerd, runc, CNI plugins, iptables.
-packages=(ca-certificates iproute2)
+# The runtime tests start Debian's containerd with runc; busybox-static is the
+# test image; CNI plugins, iptables and conntrack serve pod networking.
+packages=(ca-certificates iproute2 containerd runc containernetworking-plugins iptables conntrack busybox-static)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
