@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"crypto"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
@@ -91,9 +92,21 @@ func (b *Bundle) issue(spec leafSpec) (*x509.Certificate, []byte, []byte, error)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	serial, err := newSerial()
+	cert, certPEM, err := b.sign(spec, key.Public())
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	return cert, certPEM, keyPEM, nil
+}
+
+// sign makes a certificate for pub as spec describes, signed by the CA.
+func (b *Bundle) sign(spec leafSpec, pub crypto.PublicKey) (*x509.Certificate, []byte, error) {
+	if b.CA == nil || b.caKey == nil {
+		return nil, nil, errors.New("pki: the bundle has no CA key; create it with Ensure")
+	}
+	serial, err := newSerial()
+	if err != nil {
+		return nil, nil, err
 	}
 	validity := spec.validity
 	if validity == 0 {
@@ -115,15 +128,15 @@ func (b *Bundle) issue(spec leafSpec) (*x509.Certificate, []byte, []byte, error)
 		DNSNames:              spec.dnsNames,
 		IPAddresses:           spec.ips,
 	}
-	der, err := x509.CreateCertificate(randReader, tmpl, b.CA, key.Public(), b.caKey)
+	der, err := x509.CreateCertificate(randReader, tmpl, b.CA, pub, b.caKey)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("sign certificate for %q: %w", spec.cn, err)
+		return nil, nil, fmt.Errorf("sign certificate for %q: %w", spec.cn, err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("parse new certificate for %q: %w", spec.cn, err)
+		return nil, nil, fmt.Errorf("parse new certificate for %q: %w", spec.cn, err)
 	}
-	return cert, encodeCertPEM(der), keyPEM, nil
+	return cert, encodeCertPEM(der), nil
 }
 
 // IssueClientCert issues a client certificate signed by the cluster CA for

@@ -13,6 +13,7 @@ import (
 	"orch/internal/controller/namespace"
 	"orch/internal/controller/nodeipam"
 	"orch/internal/controller/nodelifecycle"
+	"orch/internal/controller/nodepassword"
 	"orch/internal/controller/podgc"
 	"orch/internal/controller/pvbinder"
 	"orch/internal/controller/replicaset"
@@ -55,6 +56,7 @@ func controllers(p parsed) func(ctx controller.Context) ([]run.Named, error) {
 			{Name: "endpoints", Runnable: endpoints.New(ctx)},
 			{Name: "disruption", Runnable: disruption.New(ctx)},
 			{Name: "pvbinder", Runnable: pvbinder.New(ctx)},
+			{Name: nodepassword.Name, Runnable: nodepassword.New(ctx)},
 		}, nil
 	}
 }

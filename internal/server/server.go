@@ -35,7 +35,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if _, err := pki.EnsureToken(p.tokenPath(), bundle.CACertPEM); err != nil {
+	token, err := pki.EnsureToken(p.tokenPath(), bundle.CACertPEM)
+	if err != nil {
 		return err
 	}
 	etcd, err := storage.StartEtcd(storage.EtcdConfig{
@@ -72,7 +73,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := pki.WriteKubeconfig(p.WriteKubeconfig, p.WriteKubeconfigMode, url, bundle.CACertPEM, bundle.AdminCertPEM, bundle.AdminKeyPEM); err != nil {
 		return err
 	}
-	handler := filters.Recover(log, filters.Authenticate(api))
+	joins, err := newJoinHandler(bundle, token, loopback, log.With("component", "join"))
+	if err != nil {
+		return err
+	}
+	handler := filters.Recover(log, joins.wrap(filters.Authenticate(api)))
 	httpServer := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	go func() {
 		ready := waitReady(ctx, url, bundle)

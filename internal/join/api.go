@@ -1,0 +1,70 @@
+package join
+
+import "strings"
+
+// The HTTP API an orch server serves, on its apiserver port, for agents
+// that join. Both ends use these types; the server imports them from here.
+const (
+	// CACertsPath answers GET, without authentication, with the cluster
+	// CA certificate (PEM), exactly the bytes whose SHA-256 is in the token.
+	CACertsPath = "/cacerts"
+	// CertificatesPath answers POST of a CertificatesRequest (JSON) with a
+	// CertificatesResponse. The caller authenticates with HTTP basic auth,
+	// user TokenUser and the join token's secret as password.
+	CertificatesPath = "/v1-orch/node-certificates"
+	// TokenUser is the basic auth user name of CertificatesPath.
+	TokenUser = "node"
+)
+
+// The identity a node's kubelet has, as upstream.
+const (
+	NodeUserPrefix = "system:node:"
+	NodesGroup     = "system:nodes"
+)
+
+// NodeUser is the user name of node name's kubelet: system:node:NAME.
+func NodeUser(name string) string { return NodeUserPrefix + name }
+
+// Node password secrets: the first agent that joins as NAME stores a hash of
+// its node password in the Secret kube-system/NAME.node-password.orch; a later
+// join as NAME must present the same password.
+const (
+	PasswordSecretNamespace = "kube-system"
+	PasswordSecretSuffix    = ".node-password.orch"
+	// PasswordSecretLabel marks those secrets (value "true").
+	PasswordSecretLabel = "orch.io/node-password"
+	// PasswordHashKey is the key of the hash in the secret's data.
+	PasswordHashKey = "hash"
+)
+
+// PasswordSecretName is the name of node name's password secret.
+func PasswordSecretName(node string) string { return node + PasswordSecretSuffix }
+
+// NodeFromPasswordSecret returns the node a password secret name belongs to.
+func NodeFromPasswordSecret(secret string) (string, bool) {
+	node, ok := strings.CutSuffix(secret, PasswordSecretSuffix)
+	return node, ok && node != ""
+}
+
+// CertificatesRequest is what an agent sends to CertificatesPath.
+type CertificatesRequest struct {
+	// NodeName is the Node the agent registers as.
+	NodeName string `json:"nodeName"`
+	// Hostname and NodeIPs are what the serving certificate covers.
+	Hostname string   `json:"hostname"`
+	NodeIPs  []string `json:"nodeIPs,omitempty"`
+	// NodePassword proves that a later join of NodeName is the same agent.
+	NodePassword string `json:"nodePassword"`
+	// ClientCSR asks for CN=system:node:NAME, O=system:nodes and no SANs.
+	ClientCSR string `json:"clientCSR"`
+	// ServingCSR asks for CN=system:node:NAME, O=system:nodes and the
+	// hostname, the node name and NodeIPs as SANs (no others).
+	ServingCSR string `json:"servingCSR"`
+}
+
+// CertificatesResponse carries PEM certificates signed by the cluster CA.
+type CertificatesResponse struct {
+	CA                 string `json:"ca"`
+	ClientCertificate  string `json:"clientCertificate"`
+	ServingCertificate string `json:"servingCertificate"`
+}

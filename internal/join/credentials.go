@@ -1,0 +1,155 @@
+package join
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/connrotation"
+
+	"orch/internal/pki"
+)
+
+// Credentials are a joined node's certificates. They change when the
+// Renewer renews them; the TLS configurations it hands out always use the
+// current ones.
+type Credentials struct {
+	// Server is the server's URL, e.g. https://10.0.0.1:6443.
+	Server string
+	// NodeName is the node the certificates are for.
+	NodeName string
+	// CAPEM is the cluster CA, checked against the token.
+	CAPEM []byte
+	// KubeconfigPath is data-dir/agent/kubelet.kubeconfig.
+	KubeconfigPath string
+
+	caPool *x509.CertPool
+	paths  paths
+	// dialer makes the connections of RESTConfig; renewal closes them so
+	// that new ones present the new client certificate.
+	dialer *connrotation.Dialer
+
+	mu      sync.RWMutex
+	client  *tls.Certificate
+	serving *tls.Certificate
+	issued  *issuedCerts
+}
+
+func newCredentials(c checked, caPEM []byte, issued *issuedCerts) (*Credentials, error) {
+	client, serving, err := checkIssued(c, caPEM, issued)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := pki.CAPoolFromPEM(caPEM)
+	if err != nil {
+		return nil, err
+	}
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &Credentials{
+		Server: c.Server, NodeName: c.NodeName, CAPEM: caPEM, KubeconfigPath: c.paths.kubeconfig,
+		caPool: pool, paths: c.paths, dialer: connrotation.NewDialer(d.DialContext),
+		client: &client, serving: &serving, issued: issued,
+	}, nil
+}
+
+// ClientCertificate is the current kubelet client certificate (Leaf set).
+func (c *Credentials) ClientCertificate() *tls.Certificate {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.client
+}
+
+// ServingCertificate is the current kubelet serving certificate (Leaf set).
+func (c *Credentials) ServingCertificate() *tls.Certificate {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.serving
+}
+
+// CAPool is a pool holding the cluster CA.
+func (c *Credentials) CAPool() *x509.CertPool { return c.caPool }
+
+// ClientTLSConfig trusts the cluster CA and presents the current client
+// certificate on every handshake.
+func (c *Credentials) ClientTLSConfig() *tls.Config {
+	return &tls.Config{
+		RootCAs:    c.caPool,
+		MinVersion: tls.VersionTLS12,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			return c.ClientCertificate(), nil
+		},
+	}
+}
+
+// ServingTLSConfig serves the current serving certificate (for the
+// kubelet's port 10250) and verifies client certificates signed by the
+// cluster CA when clients give one; the kubelet decides what anonymous
+// requests may do.
+func (c *Credentials) ServingTLSConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		ClientAuth: tls.VerifyClientCertIfGiven,
+		ClientCAs:  c.caPool,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			return c.ServingCertificate(), nil
+		},
+	}
+}
+
+// RESTConfig is a client-go configuration for the server as this node
+// (system:node:NAME). It keeps working across renewals: each handshake
+// presents the current client certificate, and a renewal closes the open
+// connections so the server sees the new one (as upstream's kubelet does).
+func (c *Credentials) RESTConfig() *rest.Config {
+	transport := utilnet.SetTransportDefaults(&http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		TLSHandshakeTimeout: 10 * time.Second,
+		TLSClientConfig:     c.ClientTLSConfig(),
+		MaxIdleConnsPerHost: 25,
+		DialContext:         c.dialer.DialContext,
+	})
+	return &rest.Config{Host: c.Server, Transport: transport, UserAgent: "orch-agent/" + c.NodeName}
+}
+
+// set replaces the certificates and closes the connections made with the
+// old client certificate.
+func (c *Credentials) set(client, serving tls.Certificate, issued *issuedCerts) {
+	c.mu.Lock()
+	c.client, c.serving, c.issued = &client, &serving, issued
+	c.mu.Unlock()
+	c.dialer.CloseAll()
+}
+
+// writeKubeconfig writes data-dir/agent/kubelet.kubeconfig (mode 0600) with
+// the current client certificate and key.
+func (c *Credentials) writeKubeconfig() error {
+	c.mu.RLock()
+	issued := c.issued
+	c.mu.RUnlock()
+	return c.writeKubeconfigFor(issued)
+}
+
+func (c *Credentials) writeKubeconfigFor(issued *issuedCerts) error {
+	return pki.WriteKubeconfig(c.KubeconfigPath, 0o600, c.Server, c.CAPEM, issued.clientCertPEM, issued.clientKey.pem)
+}
+
+// renewAt is when the certificates are due: when a third of the life of
+// either one remains.
+func (c *Credentials) renewAt() time.Time {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	at := func(cert *x509.Certificate) time.Time {
+		life := cert.NotAfter.Sub(cert.NotBefore)
+		return cert.NotBefore.Add(life * 2 / 3)
+	}
+	a, b := at(c.client.Leaf), at(c.serving.Leaf)
+	if b.Before(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,215 @@
+package join
+
+import (
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"orch/internal/pki"
+)
+
+// File names in data-dir/agent and data-dir/agent/tls.
+const (
+	CACertFile         = "ca.crt"
+	ClientCertFile     = "client-kubelet.crt"
+	ClientKeyFile      = "client-kubelet.key"
+	ServingCertFile    = "serving-kubelet.crt"
+	ServingKeyFile     = "serving-kubelet.key"
+	KubeconfigFile     = "kubelet.kubeconfig"
+	NodePasswordFile   = "node-password"
+	nodePasswordLength = 32 // bytes of randomness, hex-encoded
+)
+
+// paths are the agent's files.
+type paths struct {
+	agent, tls                                                         string
+	ca, clientCert, clientKey, servingCert, servingKey, kubeconfig, pw string
+}
+
+func pathsFor(dataDir string) paths {
+	agent := filepath.Join(dataDir, "agent")
+	dir := filepath.Join(agent, "tls")
+	return paths{
+		agent: agent, tls: dir,
+		ca:         filepath.Join(dir, CACertFile),
+		clientCert: filepath.Join(dir, ClientCertFile), clientKey: filepath.Join(dir, ClientKeyFile),
+		servingCert: filepath.Join(dir, ServingCertFile), servingKey: filepath.Join(dir, ServingKeyFile),
+		kubeconfig: filepath.Join(agent, KubeconfigFile),
+		pw:         filepath.Join(agent, NodePasswordFile),
+	}
+}
+
+func (p paths) mkdirs() error {
+	if err := os.MkdirAll(p.tls, 0o700); err != nil {
+		return fmt.Errorf("orch agent: create %q: %w (check the permissions of --data-dir, or run as root)", p.tls, err)
+	}
+	return nil
+}
+
+// nodePassword returns the agent's node password, creating it (mode 0600)
+// on first use. The server remembers a hash of it for the node name, so it
+// must survive restarts: removing it makes the node name unusable until
+// the Node (or its password secret) is deleted.
+func (p paths) nodePassword() (string, error) {
+	data, err := os.ReadFile(p.pw)
+	if err == nil {
+		if pw := strings.TrimSpace(string(data)); pw != "" {
+			return pw, nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("orch agent: read the node password %q: %w (check the permissions of --data-dir)", p.pw, err)
+	}
+	b := make([]byte, nodePasswordLength)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("orch agent: generate a node password: %w", err)
+	}
+	pw := hex.EncodeToString(b)
+	if err := pki.WriteFileAtomic(p.pw, []byte(pw+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("orch agent: store the node password: %w", err)
+	}
+	return pw, nil
+}
+
+// loadOrNewKey reads the key in path, or makes a new one (written only with
+// the certificate issued for it).
+func loadOrNewKey(path string) (keyPair, error) {
+	data, err := os.ReadFile(path)
+	if err == nil {
+		if signer, err := pki.ParsePrivateKeyPEM(data); err == nil {
+			return keyPair{signer, data}, nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return keyPair{}, fmt.Errorf("orch agent: read %q: %w (check the permissions of --data-dir)", path, err)
+	}
+	return newKeyPair()
+}
+
+// store writes the CA, the keys (mode 0600) and then the certificates, each
+// atomically; a crash in between leaves a key without its certificate,
+// which the next Join notices and repairs.
+func (p paths) store(caPEM []byte, issued *issuedCerts) error {
+	for _, f := range []struct {
+		path string
+		data []byte
+		mode os.FileMode
+	}{
+		{p.ca, caPEM, 0o644},
+		{p.clientKey, issued.clientKey.pem, 0o600},
+		{p.servingKey, issued.servingKey.pem, 0o600},
+		{p.clientCert, issued.clientCertPEM, 0o644},
+		{p.servingCert, issued.servingCertPEM, 0o644},
+	} {
+		if err := pki.WriteFileAtomic(f.path, f.data, f.mode); err != nil {
+			return fmt.Errorf("orch agent: store the node certificates: %w", err)
+		}
+	}
+	return nil
+}
+
+// loadStored returns the stored credentials if they were issued by the
+// token's CA for this node (name, hostname and IPs) and have not expired.
+// Certificates close to expiry are still used: the Renewer replaces them,
+// and a node keeps working while the server is away.
+func loadStored(c checked) (*Credentials, error) {
+	caPEM, err := os.ReadFile(c.paths.ca)
+	if err != nil {
+		return nil, err
+	}
+	if pki.CAHash(caPEM) != c.caHash {
+		return nil, errors.New("the stored CA is not the one the token names")
+	}
+	issued := &issuedCerts{}
+	read := func(path string) []byte {
+		data, e := os.ReadFile(path)
+		err = errors.Join(err, e)
+		return data
+	}
+	issued.clientCertPEM, issued.servingCertPEM = read(c.paths.clientCert), read(c.paths.servingCert)
+	issued.clientKey.pem, issued.servingKey.pem = read(c.paths.clientKey), read(c.paths.servingKey)
+	if err != nil {
+		return nil, err
+	}
+	if issued.clientKey.signer, err = pki.ParsePrivateKeyPEM(issued.clientKey.pem); err != nil {
+		return nil, err
+	}
+	if issued.servingKey.signer, err = pki.ParsePrivateKeyPEM(issued.servingKey.pem); err != nil {
+		return nil, err
+	}
+	if _, _, err := checkIssued(c, caPEM, issued); err != nil {
+		return nil, err
+	}
+	creds, err := newCredentials(c, caPEM, issued)
+	if err != nil {
+		return nil, err
+	}
+	// The kubeconfig may be missing or older than the certificates.
+	if err := creds.writeKubeconfig(); err != nil {
+		return nil, err
+	}
+	return creds, nil
+}
+
+// checkIssued checks that both certificates are for their keys, signed by
+// the CA for their usage, valid now, and name this node (the serving one
+// exactly its DNS names and IPs). It returns them as tls.Certificates.
+func checkIssued(c checked, caPEM []byte, issued *issuedCerts) (client, serving tls.Certificate, err error) {
+	pool, err := pki.CAPoolFromPEM(caPEM)
+	if err != nil {
+		return client, serving, err
+	}
+	now := c.Clock.Now()
+	check := func(what string, certPEM []byte, key keyPair, usage x509.ExtKeyUsage) (tls.Certificate, error) {
+		cert, err := pki.ParseCertificatePEM(certPEM)
+		if err != nil {
+			return tls.Certificate{}, fmt.Errorf("%s certificate: %w", what, err)
+		}
+		if !pki.KeyMatches(key.signer, cert) {
+			return tls.Certificate{}, fmt.Errorf("%s certificate is not for its key", what)
+		}
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
+			return tls.Certificate{}, fmt.Errorf("%s certificate: %w", what, err)
+		}
+		if cert.Subject.CommonName != NodeUser(c.NodeName) || !slices.Equal(cert.Subject.Organization, []string{NodesGroup}) {
+			return tls.Certificate{}, fmt.Errorf("%s certificate is for %q in %v, not node %q", what, cert.Subject.CommonName, cert.Subject.Organization, c.NodeName)
+		}
+		return tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key.signer, Leaf: cert}, nil
+	}
+	if client, err = check("client", issued.clientCertPEM, issued.clientKey, x509.ExtKeyUsageClientAuth); err != nil {
+		return client, serving, err
+	}
+	if serving, err = check("serving", issued.servingCertPEM, issued.servingKey, x509.ExtKeyUsageServerAuth); err != nil {
+		return client, serving, err
+	}
+	leaf := serving.Leaf
+	if !sameStrings(leaf.DNSNames, c.servingDNSNames()) || !sameIPs(leaf.IPAddresses, c.NodeIPs) {
+		return client, serving, fmt.Errorf("serving certificate names %v %v, the node is %v %v", leaf.DNSNames, leaf.IPAddresses, c.servingDNSNames(), c.NodeIPs)
+	}
+	return client, serving, nil
+}
+
+func sameStrings(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(slices.Compact(a), slices.Compact(b))
+}
+
+func sameIPs(a, b []net.IP) bool {
+	str := func(ips []net.IP) []string {
+		var out []string
+		for _, ip := range ips {
+			out = append(out, ip.String())
+		}
+		return out
+	}
+	return sameStrings(str(a), str(b))
+}

@@ -1,0 +1,126 @@
+package join
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Renewer renews a node's certificates when a third of their life remains:
+// it asks the server with new keys and the join token (over TLS verified
+// against the CA the node already trusts), stores the new files, rewrites
+// the kubeconfig and swaps the certificates in the Credentials, so nothing
+// has to restart.
+type Renewer struct {
+	cfg   checked
+	creds *Credentials
+	log   *slog.Logger
+}
+
+// NewRenewer returns a Renewer for creds, which Join returned for cfg.
+func NewRenewer(cfg Config, creds *Credentials) (*Renewer, error) {
+	c, err := cfg.check()
+	if err != nil {
+		return nil, err
+	}
+	return &Renewer{cfg: c, creds: creds, log: c.Log.With("component", "node-certificates", "node", c.NodeName)}, nil
+}
+
+// permanentRetry is how long the Renewer waits after a failure that
+// retrying soon does not fix (a changed token, a taken node name).
+const permanentRetry = 5 * time.Minute
+
+// maxWait bounds one wait, so a jump of the wall clock is noticed.
+const maxWait = time.Hour
+
+// Start renews the certificates whenever they are due until ctx ends. A
+// failure is logged and retried with backoff; the old certificates are used
+// until they expire.
+func (r *Renewer) Start(ctx context.Context) error {
+	clk := r.cfg.Clock
+	delay := r.cfg.initialBackoff
+	var lastLog time.Time
+	for {
+		wait := r.creds.renewAt().Sub(clk.Now())
+		if wait > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-clk.After(min(wait, maxWait)):
+			}
+			continue
+		}
+		err := r.renew(ctx)
+		if err == nil {
+			delay = r.cfg.initialBackoff
+			cert := r.creds.ClientCertificate().Leaf
+			r.log.Info("renewed the node certificates", "expires", cert.NotAfter.UTC().Format(time.RFC3339),
+				"next-renewal", r.creds.renewAt().UTC().Format(time.RFC3339))
+			if !r.creds.renewAt().After(clk.Now()) {
+				// Renewing again at once would hammer the server.
+				r.log.Warn("the server issued certificates that are already due for renewal: check the clocks of the server and this node",
+					"next-try-in", permanentRetry.String())
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-clk.After(permanentRetry):
+				}
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		next := delay
+		if !retriable(err) {
+			next = permanentRetry
+		} else {
+			delay = min(2*delay, r.cfg.maxBackoff)
+		}
+		if now := clk.Now(); now.Sub(lastLog) >= time.Minute || lastLog.IsZero() {
+			r.log.Warn("cannot renew the node certificates yet; retrying", "next-try-in", next.String(),
+				"expires", r.creds.ClientCertificate().Leaf.NotAfter.UTC().Format(time.RFC3339), "err", err)
+			lastLog = now
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-clk.After(next):
+		}
+	}
+}
+
+// renew gets new certificates for new keys and makes them current.
+func (r *Renewer) renew(ctx context.Context) error {
+	password, err := r.cfg.paths.nodePassword()
+	if err != nil {
+		return err
+	}
+	clientKey, err := newKeyPair()
+	if err != nil {
+		return err
+	}
+	servingKey, err := newKeyPair()
+	if err != nil {
+		return err
+	}
+	issued, err := requestCertificates(ctx, r.cfg, r.creds.CAPEM, password, clientKey, servingKey)
+	if err != nil {
+		return err
+	}
+	client, serving, err := checkIssued(r.cfg, r.creds.CAPEM, issued)
+	if err != nil {
+		return fmt.Errorf("orch agent: renewed certificates do not fit: %w", err)
+	}
+	if err := r.cfg.paths.store(r.creds.CAPEM, issued); err != nil {
+		return err
+	}
+	// The kubeconfig first: whoever sees the new certificates finds them
+	// in the files too.
+	if err := r.creds.writeKubeconfigFor(issued); err != nil {
+		return err
+	}
+	r.creds.set(client, serving, issued)
+	return nil
+}
