@@ -1,5 +1,8 @@
-// Package controller holds what every controller in internal/controller/<name>
-// shares: the Context they are built from. Each controller is its own package
+// Package controller holds what the controllers in internal/controller/<name>
+// share: the Context they are built from, the worker loop (Run), the pieces
+// their informer handlers have in common (Key, ObjectFrom, EnqueueHandlers,
+// ResolveControllerRef), pod create/delete Expectations, the Delayer, and
+// pod helpers (PodReady, PodAvailable). Each controller is its own package
 // in the sample-controller shape: informers feed a rate-limited workqueue,
 // workers reconcile one key at a time (read the current state, compute the
 // difference, act idempotently, requeue with backoff on error), and
@@ -10,6 +13,7 @@ package controller
 import (
 	"log/slog"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
@@ -34,4 +38,28 @@ type Context struct {
 	Log *slog.Logger
 	// Clock is injected so tests can move time.
 	Clock clock.WithTicker
+}
+
+// WithDefaults returns c with what a test may leave out filled in: the real
+// clock, slog's default logger, and a recorder that drops events.
+func (c Context) WithDefaults() Context {
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	if c.Recorder == nil {
+		c.Recorder = func(string) record.EventRecorder { return &record.FakeRecorder{} }
+	}
+	return c
+}
+
+// Key is obj's workqueue key, as cache.MetaNamespaceKeyFunc makes it:
+// "namespace/name", or "name" for a cluster-scoped object.
+func Key(obj metav1.Object) string {
+	if obj.GetNamespace() == "" {
+		return obj.GetName()
+	}
+	return obj.GetNamespace() + "/" + obj.GetName()
 }

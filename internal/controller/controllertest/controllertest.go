@@ -1,5 +1,7 @@
 // Package controllertest builds a controller.Context against a real
-// apiserver on real embedded etcd (apitest) for controller tests.
+// apiserver on real embedded etcd (apitest) for controller tests, and holds
+// the helpers those tests share: Eventually for waiting on the controller,
+// Events for reading what it reported.
 package controllertest
 
 import (

@@ -42,7 +42,7 @@ type Controller struct {
 // New builds the controller from ctx and registers its handlers on the
 // shared CronJob and Job informers; the caller starts the informer factory.
 func New(ctx controller.Context) *Controller {
-	ctx = withDefaults(ctx)
+	ctx = ctx.WithDefaults()
 	cronJobs := ctx.Informers.Batch().V1().CronJobs()
 	jobs := ctx.Informers.Batch().V1().Jobs()
 	c := &Controller{
@@ -61,9 +61,9 @@ func New(ctx controller.Context) *Controller {
 	}
 	c.delay = controller.NewDelayer(ctx.Clock, c.queue.Add, c.done)
 	cronJobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
+		AddFunc:    controller.EnqueueKey(c.queue.Add),
 		UpdateFunc: c.cronJobUpdated,
-		DeleteFunc: c.enqueue,
+		DeleteFunc: controller.EnqueueKey(c.queue.Add),
 	})
 	jobs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.jobChanged,
@@ -81,13 +81,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	return controller.Run(ctx, c.queue, workers, c.synced, c.sync, c.log)
 }
 
-func (c *Controller) enqueue(obj interface{}) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		return
-	}
-	c.queue.Add(key)
-}
+func (c *Controller) enqueue(cj *batchv1.CronJob) { c.queue.Add(controller.Key(cj)) }
 
 // cronJobUpdated syncs the cron job now, unless only its schedule or time
 // zone changed: then at its next start time under the new schedule, so that
@@ -109,7 +103,7 @@ func (c *Controller) cronJobUpdated(oldObj, newObj interface{}) {
 	}
 	now := c.clock.Now()
 	if wake, ok := nextWakeUp(cur, now, sched); ok {
-		c.delay.After(keyOf(cur), wake.Sub(now))
+		c.delay.After(controller.Key(cur), wake.Sub(now))
 	}
 }
 
@@ -119,10 +113,7 @@ func equalZone(a, b *string) bool {
 
 // jobChanged syncs the cron job that controls the job.
 func (c *Controller) jobChanged(obj interface{}) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	job, ok := obj.(*batchv1.Job)
+	job, ok := controller.ObjectFrom[*batchv1.Job](obj)
 	if !ok {
 		return
 	}
@@ -146,31 +137,8 @@ func (c *Controller) jobUpdated(oldObj, newObj interface{}) {
 
 // owner returns the cron job ref points to, if it still exists with that UID.
 func (c *Controller) owner(namespace string, ref *metav1.OwnerReference) *batchv1.CronJob {
-	if ref == nil || ref.Kind != cronJobKind.Kind {
+	if ref == nil {
 		return nil
 	}
-	cj, err := c.cronJobs.CronJobs(namespace).Get(ref.Name)
-	if err != nil || cj.UID != ref.UID {
-		return nil
-	}
-	return cj
-}
-
-// withDefaults fills in what a caller may leave out: the real clock, the
-// default logger, a recorder that drops events.
-func withDefaults(ctx controller.Context) controller.Context {
-	if ctx.Clock == nil {
-		ctx.Clock = clock.RealClock{}
-	}
-	if ctx.Log == nil {
-		ctx.Log = slog.Default()
-	}
-	if ctx.Recorder == nil {
-		ctx.Recorder = func(string) record.EventRecorder { return &record.FakeRecorder{} }
-	}
-	return ctx
-}
-
-func keyOf(obj metav1.Object) string {
-	return obj.GetNamespace() + "/" + obj.GetName()
+	return controller.ResolveControllerRef(ref, cronJobKind.Kind, c.cronJobs.CronJobs(namespace).Get)
 }

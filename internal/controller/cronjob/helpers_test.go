@@ -10,7 +10,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -61,27 +60,12 @@ func (c *cluster) create(cj *batchv1.CronJob) *batchv1.CronJob {
 	return created
 }
 
-// retry runs read a few times: the test apiserver's watch cache can time
-// out a list now and then.
-func (c *cluster) retry(read func() error) {
-	c.t.Helper()
-	var err error
-	for i := 0; i < 5; i++ {
-		if err = read(); err == nil {
-			return
-		}
-		c.t.Logf("read failed, retrying: %v", err)
-	}
-	c.t.Fatal(err)
-}
-
 func (c *cluster) cronJob(name string) *batchv1.CronJob {
 	c.t.Helper()
-	var cj *batchv1.CronJob
-	c.retry(func() (err error) {
-		cj, err = c.client.BatchV1().CronJobs("default").Get(bg, name, metav1.GetOptions{})
-		return err
-	})
+	cj, err := c.client.BatchV1().CronJobs("default").Get(bg, name, metav1.GetOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	return cj
 }
 
@@ -96,11 +80,10 @@ func (c *cluster) jobNames(cj *batchv1.CronJob) []string {
 
 func (c *cluster) jobs(cj *batchv1.CronJob) []batchv1.Job {
 	c.t.Helper()
-	var list *batchv1.JobList
-	c.retry(func() (err error) {
-		list, err = c.client.BatchV1().Jobs("default").List(bg, metav1.ListOptions{})
-		return err
-	})
+	list, err := c.client.BatchV1().Jobs("default").List(bg, metav1.ListOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	var out []batchv1.Job
 	for _, j := range list.Items {
 		if metav1.IsControlledBy(&j, cj) {
@@ -112,11 +95,10 @@ func (c *cluster) jobs(cj *batchv1.CronJob) []batchv1.Job {
 
 func (c *cluster) job(name string) *batchv1.Job {
 	c.t.Helper()
-	var job *batchv1.Job
-	c.retry(func() (err error) {
-		job, err = c.client.BatchV1().Jobs("default").Get(bg, name, metav1.GetOptions{})
-		return err
-	})
+	job, err := c.client.BatchV1().Jobs("default").Get(bg, name, metav1.GetOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	return job
 }
 
@@ -149,21 +131,7 @@ func (c *cluster) finish(name string, succeeded bool, start, end time.Time) {
 // events returns "Type Reason Message" of the events about the cron job.
 func (c *cluster) events(name string) []string {
 	c.t.Helper()
-	var list *corev1.EventList
-	c.retry(func() (err error) {
-		list, err = c.client.CoreV1().Events("default").List(bg, metav1.ListOptions{})
-		return err
-	})
-	var out []string
-	for _, e := range list.Items {
-		if e.InvolvedObject.Kind == "CronJob" && e.InvolvedObject.Name == name {
-			if e.Source.Component != component {
-				c.t.Errorf("event %s from %q", e.Reason, e.Source.Component)
-			}
-			out = append(out, e.Type+" "+e.Reason+" "+e.Message)
-		}
-	}
-	return out
+	return controllertest.Events(c.t, c.client, "default", "CronJob", name)
 }
 
 func (c *cluster) hasEvent(name, line string) bool {
@@ -192,7 +160,7 @@ func (c *cluster) noEventWith(name string, reasons ...string) {
 // next sync (a timer is waiting), so that the plan is made before the move.
 func (c *cluster) advanceTo(t time.Time) {
 	c.t.Helper()
-	eventually(c.t, "the controller to plan its next sync", func() (bool, error) { return c.clock.HasWaiters(), nil })
+	controllertest.Eventually(c.t, "the controller to plan its next sync", func() (bool, error) { return c.clock.HasWaiters(), nil })
 	c.clock.SetTime(t)
 }
 
@@ -214,17 +182,6 @@ func ticks(t *testing.T, cj *batchv1.CronJob, n int) []time.Time {
 
 func nameAt(cj *batchv1.CronJob, t time.Time) string {
 	return jobName(cj, t)
-}
-
-// eventually polls cond until it holds; the timeout only bounds a hung
-// test, it asserts nothing about speed.
-func eventually(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(bg, 20*time.Millisecond, 60*time.Second, true,
-		func(context.Context) (bool, error) { return cond() })
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
 
 // activeNames returns the names in status.active.

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"orch/internal/controller"
 )
 
 // sync reconciles the cron job with key: it drops finished and vanished
@@ -299,7 +301,7 @@ func (p *pass) createJob(ctx context.Context, scheduled time.Time) (*batchv1.Job
 		if !metav1.IsControlledBy(existing, p.cj) || isActive(p.cj, existing.UID) {
 			return nil, nil
 		}
-		p.log.Info("job already exists", "cronjob", keyOf(p.cj), "job", existing.Name)
+		p.log.Info("job already exists", "cronjob", controller.Key(p.cj), "job", existing.Name)
 		return existing, nil
 	default:
 		p.warn("FailedCreate", "Error creating job: %v", err)

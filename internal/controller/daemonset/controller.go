@@ -8,7 +8,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
@@ -57,7 +56,7 @@ type Controller struct {
 	podIndexer cache.Indexer
 	synced     []cache.InformerSynced
 	queue      workqueue.TypedRateLimitingInterface[string]
-	exp        *expectations
+	exp        *controller.Expectations
 	delay      *controller.Delayer
 	// failedPods spaces out the replacement of failed pods, per DaemonSet
 	// and node, so the controller does not fight a kubelet that rejects them.
@@ -69,7 +68,7 @@ type Controller struct {
 // shared DaemonSet, ControllerRevision, pod and node informers; the caller
 // starts the informer factory.
 func New(ctx controller.Context) *Controller {
-	ctx = withDefaults(ctx)
+	ctx = ctx.WithDefaults()
 	apps, core := ctx.Informers.Apps().V1(), ctx.Informers.Core().V1()
 	c := &Controller{
 		client:     ctx.Client,
@@ -84,7 +83,7 @@ func New(ctx controller.Context) *Controller {
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: name},
 		),
-		exp:  newExpectations(ctx.Clock),
+		exp:  controller.NewExpectations(ctx.Clock),
 		done: make(chan struct{}),
 	}
 	c.failedPods = flowcontrol.NewBackOff(failedPodBackoffInitial, failedPodBackoffMax)
@@ -131,14 +130,7 @@ func (c *Controller) collectBackoff(ctx context.Context) {
 // resolve returns the DaemonSet ref points to, if it still exists with the
 // same UID.
 func (c *Controller) resolve(namespace string, ref *metav1.OwnerReference) *appsv1.DaemonSet {
-	if ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	ds, err := c.dsLister.DaemonSets(namespace).Get(ref.Name)
-	if err != nil || ds.UID != ref.UID {
-		return nil
-	}
-	return ds
+	return controller.ResolveControllerRef(ref, controllerKind.Kind, c.dsLister.DaemonSets(namespace).Get)
 }
 
 // selecting returns the DaemonSets of obj's namespace whose selector
@@ -165,39 +157,17 @@ func (c *Controller) selecting(obj metav1.Object) []*appsv1.DaemonSet {
 }
 
 func (c *Controller) enqueue(ds *appsv1.DaemonSet) {
-	c.queue.Add(keyOf(ds))
+	c.queue.Add(controller.Key(ds))
 }
 
 // selectorOf returns ds's pod selector; an empty one selects nothing.
 func selectorOf(ds *appsv1.DaemonSet) (labels.Selector, error) {
 	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
 	if err != nil {
-		return nil, fmt.Errorf("daemonset %s: invalid selector: %w", keyOf(ds), err)
+		return nil, fmt.Errorf("daemonset %s: invalid selector: %w", controller.Key(ds), err)
 	}
 	if sel.Empty() {
 		return labels.Nothing(), nil
 	}
 	return sel, nil
-}
-
-// withDefaults fills in what a caller may leave out.
-func withDefaults(ctx controller.Context) controller.Context {
-	if ctx.Clock == nil {
-		ctx.Clock = clock.RealClock{}
-	}
-	if ctx.Log == nil {
-		ctx.Log = slog.Default()
-	}
-	if ctx.Recorder == nil {
-		ctx.Recorder = func(string) record.EventRecorder { return &record.FakeRecorder{} }
-	}
-	return ctx
-}
-
-func keyOf(obj metav1.Object) string {
-	return obj.GetNamespace() + "/" + obj.GetName()
-}
-
-func podKey(pod *corev1.Pod) string {
-	return pod.Namespace + "/" + pod.Name
 }

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
+
+	"orch/internal/controller"
 )
 
 // addHandlers wires the informers to the queue and remembers what to wait
@@ -30,13 +32,6 @@ func (c *Controller) handle(informer cache.SharedIndexInformer, h cache.Resource
 	c.synced = append(c.synced, reg.HasSynced)
 }
 
-func untomb(obj any) any {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		return tomb.Obj
-	}
-	return obj
-}
-
 func (c *Controller) dsAdded(obj any) {
 	if ds, ok := obj.(*appsv1.DaemonSet); ok {
 		c.enqueue(ds)
@@ -51,17 +46,17 @@ func (c *Controller) dsUpdated(oldObj, newObj any) {
 	}
 	if old.UID != cur.UID {
 		// Deleted and recreated under the same name between two events.
-		c.dsDeleted(cache.DeletedFinalStateUnknown{Key: keyOf(old), Obj: old})
+		c.dsDeleted(cache.DeletedFinalStateUnknown{Key: controller.Key(old), Obj: old})
 	}
 	c.enqueue(cur)
 }
 
 func (c *Controller) dsDeleted(obj any) {
-	ds, ok := untomb(obj).(*appsv1.DaemonSet)
+	ds, ok := controller.ObjectFrom[*appsv1.DaemonSet](obj)
 	if !ok {
 		return
 	}
-	c.exp.forget(keyOf(ds)) // a new one of the same name starts clean
+	c.exp.Forget(controller.Key(ds)) // a new one of the same name starts clean
 	c.enqueue(ds)
 }
 
@@ -94,7 +89,7 @@ func (c *Controller) revisionUpdated(oldObj, newObj any) {
 }
 
 func (c *Controller) revisionDeleted(obj any) {
-	rev, ok := untomb(obj).(*appsv1.ControllerRevision)
+	rev, ok := controller.ObjectFrom[*appsv1.ControllerRevision](obj)
 	if !ok {
 		return
 	}
@@ -143,7 +138,7 @@ func (c *Controller) podAdded(obj any) {
 	}
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
 		if ds := c.resolve(pod.Namespace, ref); ds != nil {
-			c.exp.created(keyOf(ds))
+			c.exp.CreationObserved(controller.Key(ds))
 			c.enqueue(ds)
 		}
 		return
@@ -166,14 +161,14 @@ func (c *Controller) podUpdated(oldObj, newObj any) {
 		return
 	}
 	ds := c.ownerChanged(old, cur, !reflect.DeepEqual(old.Labels, cur.Labels))
-	if ds != nil && ds.Spec.MinReadySeconds > 0 && !isReady(old) && isReady(cur) {
+	if ds != nil && ds.Spec.MinReadySeconds > 0 && !controller.PodReady(old) && controller.PodReady(cur) {
 		// Available minReadySeconds from now; nothing else will say so.
-		c.delay.After(keyOf(ds), time.Duration(ds.Spec.MinReadySeconds)*time.Second+time.Second)
+		c.delay.After(controller.Key(ds), time.Duration(ds.Spec.MinReadySeconds)*time.Second+time.Second)
 	}
 }
 
 func (c *Controller) podDeleted(obj any) {
-	pod, ok := untomb(obj).(*corev1.Pod)
+	pod, ok := controller.ObjectFrom[*corev1.Pod](obj)
 	if !ok {
 		return
 	}
@@ -182,7 +177,7 @@ func (c *Controller) podDeleted(obj any) {
 		return
 	}
 	if ds := c.resolve(pod.Namespace, ref); ds != nil {
-		c.exp.deleted(keyOf(ds), podKey(pod))
+		c.exp.DeletionObserved(controller.Key(ds), controller.Key(pod))
 		c.enqueue(ds)
 	}
 }
@@ -208,7 +203,7 @@ func (c *Controller) nodeUpdated(oldObj, newObj any) {
 }
 
 func (c *Controller) nodeDeleted(obj any) {
-	if node, ok := untomb(obj).(*corev1.Node); ok {
+	if node, ok := controller.ObjectFrom[*corev1.Node](obj); ok {
 		c.nodeChanged(node, nil)
 	}
 }

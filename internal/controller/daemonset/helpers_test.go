@@ -5,17 +5,16 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 
+	"orch/internal/controller"
 	"orch/internal/controller/controllertest"
 	"orch/internal/scheduler"
 	"orch/internal/simnode"
@@ -52,49 +51,22 @@ func (c *cluster) addNode(n simnode.Node) {
 	}
 }
 
-// eventually polls cond until it holds; the timeout only bounds a hung
-// test, it asserts nothing about speed.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(bg, 50*time.Millisecond, 90*time.Second, true,
-		func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
-// retry runs read a few times: the test apiserver's watch cache can time
-// out a list now and then.
-func (c *cluster) retry(read func() error) {
-	c.t.Helper()
-	var err error
-	for i := 0; i < 5; i++ {
-		if err = read(); err == nil {
-			return
-		}
-		c.t.Logf("read failed, retrying: %v", err)
-	}
-	c.t.Fatal(err)
-}
-
 func (c *cluster) ds(name string) *appsv1.DaemonSet {
 	c.t.Helper()
-	var ds *appsv1.DaemonSet
-	c.retry(func() (err error) {
-		ds, err = c.client.AppsV1().DaemonSets("default").Get(bg, name, metav1.GetOptions{})
-		return err
-	})
+	ds, err := c.client.AppsV1().DaemonSets("default").Get(bg, name, metav1.GetOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	return ds
 }
 
 // pods returns the live (not terminating) pods labelled app=app.
 func (c *cluster) pods(app string) []corev1.Pod {
 	c.t.Helper()
-	var list *corev1.PodList
-	c.retry(func() (err error) {
-		list, err = c.client.CoreV1().Pods("default").List(bg, metav1.ListOptions{LabelSelector: "app=" + app})
-		return err
-	})
+	list, err := c.client.CoreV1().Pods("default").List(bg, metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	var out []corev1.Pod
 	for _, p := range list.Items {
 		if p.DeletionTimestamp == nil {
@@ -111,7 +83,7 @@ func nodesOf(pods []corev1.Pod) ([]string, bool) {
 	allReady := true
 	for i := range pods {
 		nodes = append(nodes, pods[i].Spec.NodeName)
-		if pods[i].Spec.NodeName == "" || !isReady(&pods[i]) {
+		if pods[i].Spec.NodeName == "" || !controller.PodReady(&pods[i]) {
 			allReady = false
 		}
 	}
@@ -159,41 +131,18 @@ func (c *cluster) updateDS(name string, mutate func(*appsv1.DaemonSet)) {
 	}
 }
 
-// events returns "Type Reason Message" of the events about DaemonSet name
-// from the daemonset-controller.
+// events returns "Type Reason Message" of the events about DaemonSet name.
 func (c *cluster) events(name string) []string {
 	c.t.Helper()
-	var list *corev1.EventList
-	c.retry(func() (err error) {
-		list, err = c.client.CoreV1().Events("default").List(bg, metav1.ListOptions{})
-		return err
-	})
-	var out []string
-	for _, e := range list.Items {
-		if e.InvolvedObject.Kind == "DaemonSet" && e.InvolvedObject.Name == name && e.Source.Component == component {
-			out = append(out, e.Type+" "+e.Reason+" "+e.Message)
-		}
-	}
-	return out
-}
-
-func countPrefix(lines []string, prefix string) int {
-	n := 0
-	for _, l := range lines {
-		if strings.HasPrefix(l, prefix) {
-			n++
-		}
-	}
-	return n
+	return controllertest.Events(c.t, c.client, "default", "DaemonSet", name)
 }
 
 func (c *cluster) revisions(ds *appsv1.DaemonSet) []appsv1.ControllerRevision {
 	c.t.Helper()
-	var list *appsv1.ControllerRevisionList
-	c.retry(func() (err error) {
-		list, err = c.client.AppsV1().ControllerRevisions("default").List(bg, metav1.ListOptions{})
-		return err
-	})
+	list, err := c.client.AppsV1().ControllerRevisions("default").List(bg, metav1.ListOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	var out []appsv1.ControllerRevision
 	for _, r := range list.Items {
 		if ref := metav1.GetControllerOf(&r); ref != nil && ref.UID == ds.UID {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+
+	"orch/internal/controller"
 )
 
 // Event reasons, as upstream records them.
@@ -66,7 +69,7 @@ func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet) ([]*co
 			// An orphan we should not take.
 		default:
 			if err := canAdopt(); err != nil {
-				errs = append(errs, fmt.Errorf("can't adopt pod %s: %w", podKey(pod), err))
+				errs = append(errs, fmt.Errorf("can't adopt pod %s: %w", controller.Key(pod), err))
 				continue
 			}
 			err := c.patchPod(ctx, pod, adoptPatch(controllerRef(ds), pod.UID))
@@ -77,7 +80,7 @@ func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet) ([]*co
 				errs = append(errs, err)
 				continue
 			}
-			c.log.Info("adopted pod", "daemonset", keyOf(ds), "pod", pod.Name)
+			c.log.Info("adopted pod", "daemonset", controller.Key(ds), "pod", pod.Name)
 			claimed = append(claimed, pod)
 		}
 	}
@@ -92,9 +95,9 @@ func (c *Controller) checkCanAdopt(ctx context.Context, ds *appsv1.DaemonSet) er
 	case err != nil:
 		return fmt.Errorf("can't recheck DeletionTimestamp: %w", err)
 	case fresh.UID != ds.UID:
-		return fmt.Errorf("original DaemonSet %s is gone: got uid %s, wanted %s", keyOf(ds), fresh.UID, ds.UID)
+		return fmt.Errorf("original DaemonSet %s is gone: got uid %s, wanted %s", controller.Key(ds), fresh.UID, ds.UID)
 	case fresh.DeletionTimestamp != nil:
-		return fmt.Errorf("DaemonSet %s has just been deleted at %v", keyOf(ds), fresh.DeletionTimestamp)
+		return fmt.Errorf("DaemonSet %s has just been deleted at %v", controller.Key(ds), fresh.DeletionTimestamp)
 	}
 	return nil
 }
@@ -136,8 +139,8 @@ func (c *Controller) createPod(ctx context.Context, ds *appsv1.DaemonSet, templa
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName:    podNamePrefix(ds.Name),
-			Labels:          copyMap(template.Labels),
-			Annotations:     copyMap(template.Annotations),
+			Labels:          maps.Clone(template.Labels),
+			Annotations:     maps.Clone(template.Annotations),
 			Finalizers:      append([]string(nil), template.Finalizers...),
 			OwnerReferences: []metav1.OwnerReference{controllerRef(ds)},
 		},
@@ -151,7 +154,7 @@ func (c *Controller) createPod(ctx context.Context, ds *appsv1.DaemonSet, templa
 		}
 		return err
 	}
-	c.log.Debug("created pod", "daemonset", keyOf(ds), "pod", created.Name, "node", node)
+	c.log.Debug("created pod", "daemonset", controller.Key(ds), "pod", created.Name, "node", node)
 	c.recorder.Eventf(ds, corev1.EventTypeNormal, reasonSuccessfulCreate, "Created pod: %v", created.Name)
 	return nil
 }
@@ -165,9 +168,9 @@ func (c *Controller) deletePod(ctx context.Context, ds *appsv1.DaemonSet, pod *c
 	}
 	if err != nil {
 		c.recorder.Eventf(ds, corev1.EventTypeWarning, reasonFailedDelete, "Error deleting: %v", err)
-		return fmt.Errorf("unable to delete pod %s: %w", podKey(pod), err)
+		return fmt.Errorf("unable to delete pod %s: %w", controller.Key(pod), err)
 	}
-	c.log.Debug("deleted pod", "daemonset", keyOf(ds), "pod", pod.Name)
+	c.log.Debug("deleted pod", "daemonset", controller.Key(ds), "pod", pod.Name)
 	c.recorder.Eventf(ds, corev1.EventTypeNormal, reasonSuccessfulDelete, "Deleted pod: %v", pod.Name)
 	return nil
 }
@@ -180,17 +183,6 @@ func podNamePrefix(owner string) string {
 		return owner
 	}
 	return prefix
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // isTerminal: the pod has finished (Succeeded or Failed).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
+	"orch/internal/controller"
 	"orch/internal/controller/history"
 )
 
@@ -84,14 +86,14 @@ func (c *Controller) createRevision(ctx context.Context, ds *appsv1.DaemonSet, d
 	if err != nil {
 		return nil, err
 	}
-	rev.Annotations = copyMap(ds.Annotations)
+	rev.Annotations = maps.Clone(ds.Annotations)
 	rev.Labels[hashLabel] = rev.Labels[history.ControllerRevisionHashLabel]
 	created, err := c.history.Create(ctx, ds, rev, &count)
 	if err != nil {
 		return nil, err
 	}
 	if count != before {
-		c.log.Info("hash collision; collisionCount moved on", "daemonset", keyOf(ds), "collisionCount", count)
+		c.log.Info("hash collision; collisionCount moved on", "daemonset", controller.Key(ds), "collisionCount", count)
 		if err := c.storeCollisionCount(ctx, ds, count); err != nil {
 			return nil, err
 		}
@@ -222,7 +224,7 @@ func templatePatch(ds *appsv1.DaemonSet) ([]byte, error) {
 	template["$patch"] = "replace"
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": template}})
 	if err != nil {
-		return nil, fmt.Errorf("encoding the template of DaemonSet %s: %w", keyOf(ds), err)
+		return nil, fmt.Errorf("encoding the template of DaemonSet %s: %w", controller.Key(ds), err)
 	}
 	return patch, nil
 }

@@ -6,6 +6,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"orch/internal/controller"
 )
 
 // rollingUpdate replaces old pods with pods of the current revision.
@@ -32,7 +34,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, no
 	}
 	surge, unavailable, err := rollingLimits(ds, desired)
 	if err != nil {
-		return fmt.Errorf("invalid rolling update of DaemonSet %s: %w", keyOf(ds), err)
+		return fmt.Errorf("invalid rolling update of DaemonSet %s: %w", controller.Key(ds), err)
 	}
 	if surge == 0 {
 		return c.syncNodes(ctx, ds, c.planUnavailableUpdate(ds, perNode, hash, unavailable), nil, hash)

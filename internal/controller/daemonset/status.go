@@ -7,6 +7,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"orch/internal/controller"
 )
 
 // counts are the status numbers of a DaemonSet.
@@ -36,7 +38,7 @@ func countPods(ds *appsv1.DaemonSet, nodes []*corev1.Node, podsOn map[string][]*
 		oldest := append([]*corev1.Pod(nil), pods...)
 		sortOldestFirst(oldest)
 		pod := oldest[0]
-		if isReady(pod) {
+		if controller.PodReady(pod) {
 			n.ready++
 			if isAvailable(pod, ds.Spec.MinReadySeconds, now) {
 				n.available++
@@ -60,7 +62,7 @@ func (c *Controller) updateStatus(ctx context.Context, ds *appsv1.DaemonSet, nod
 		return err
 	}
 	if at, ok := firstAvailable(pods, ds.Spec.MinReadySeconds, now); ok {
-		c.recheckAt(keyOf(ds), at)
+		c.recheckAt(controller.Key(ds), at)
 	}
 	return nil
 }
@@ -75,7 +77,7 @@ func firstAvailable(pods []*corev1.Pod, minReadySeconds int32, now time.Time) (t
 	}
 	var first time.Time
 	for _, pod := range pods {
-		c := readyCondition(pod)
+		c := controller.ReadyCondition(pod)
 		if pod.DeletionTimestamp != nil || c == nil || c.Status != corev1.ConditionTrue || isAvailable(pod, minReadySeconds, now) {
 			continue
 		}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/cache"
+
+	"orch/internal/controller"
 )
 
 // sync reconciles the DaemonSet with key: revisions first (the current
@@ -25,7 +27,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	ds, err := c.dsLister.DaemonSets(ns).Get(name)
 	if apierrors.IsNotFound(err) {
-		c.exp.forget(key)
+		c.exp.Forget(key)
 		return nil
 	}
 	if err != nil {
@@ -52,7 +54,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if !c.exp.satisfied(key) {
+	if !c.exp.Satisfied(key) {
 		// Only the status: this generation has not been acted upon.
 		return c.updateStatus(ctx, ds, nodes, pods, revs, false)
 	}
@@ -72,7 +74,7 @@ func (c *Controller) reconcile(ctx context.Context, ds *appsv1.DaemonSet, nodes 
 	if err := c.manage(ctx, ds, nodes, byNode(pods, false), revs.hash()); err != nil {
 		return err
 	}
-	if c.exp.satisfied(keyOf(ds)) && ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType {
+	if c.exp.Satisfied(controller.Key(ds)) && ds.Spec.UpdateStrategy.Type == appsv1.RollingUpdateDaemonSetStrategyType {
 		if err := c.rollingUpdate(ctx, ds, nodes, byNode(pods, false), revs.hash()); err != nil {
 			return err
 		}
@@ -147,8 +149,8 @@ func (c *Controller) dropFinished(ds *appsv1.DaemonSet, node *corev1.Node, pods 
 			now := c.clock.Now()
 			if c.failedPods.IsInBackOffSinceUpdate(key, now) {
 				delay := c.failedPods.Get(key)
-				c.log.Debug("replacing a failed pod is delayed by backoff", "pod", podKey(pod), "node", node.Name, "delay", delay)
-				c.delay.After(keyOf(ds), delay)
+				c.log.Debug("replacing a failed pod is delayed by backoff", "pod", controller.Key(pod), "node", node.Name, "delay", delay)
+				c.delay.After(controller.Key(ds), delay)
 				continue
 			}
 			c.failedPods.Next(key, now)
@@ -186,16 +188,11 @@ func (c *Controller) surgeExcess(ds *appsv1.DaemonSet, running []*corev1.Pod, ha
 		}
 	}
 	if oldest != nil && newest != nil {
-		if !isReady(oldest) || isAvailable(newest, ds.Spec.MinReadySeconds, c.clock.Now()) {
+		if !controller.PodReady(oldest) || isAvailable(newest, ds.Spec.MinReadySeconds, c.clock.Now()) {
 			remove = append(remove, oldest)
 		}
 	}
 	return remove
-}
-
-func isReady(pod *corev1.Pod) bool {
-	c := readyCondition(pod)
-	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 func failedPodBackoffKey(ds *appsv1.DaemonSet, node string) string {
@@ -229,14 +226,14 @@ func unscheduledOnMissingNodes(nodes []*corev1.Node, podsOn map[string][]*corev1
 // Creates go in slow-start batches (1, 2, 4, …) that stop at the first
 // failing batch, so a quota or admission denial is not hit a thousand times.
 func (c *Controller) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, remove []*corev1.Pod, create []string, hash string) error {
-	key := keyOf(ds)
+	key := controller.Key(ds)
 	create = create[:min(len(create), burstReplicas)]
 	remove = remove[:min(len(remove), burstReplicas)]
 	deleting := make([]string, len(remove))
 	for i, p := range remove {
-		deleting[i] = podKey(p)
+		deleting[i] = controller.Key(p)
 	}
-	c.exp.expect(key, len(create), deleting)
+	c.exp.Expect(key, len(create), deleting)
 
 	var mu sync.Mutex
 	var errs []error
@@ -258,7 +255,7 @@ func (c *Controller) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, remove
 				if err == nil {
 					return
 				}
-				c.exp.created(key) // a create that failed will never be seen
+				c.exp.CreationObserved(key) // a create that failed will never be seen
 				if !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 					fail(err)
 				}
@@ -268,7 +265,7 @@ func (c *Controller) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, remove
 		done += batch
 		if len(errs) > failed {
 			for range create[done:] {
-				c.exp.created(key) // never attempted
+				c.exp.CreationObserved(key) // never attempted
 			}
 			break
 		}
@@ -280,7 +277,7 @@ func (c *Controller) syncNodes(ctx context.Context, ds *appsv1.DaemonSet, remove
 		go func() {
 			defer wg.Done()
 			if err := c.deletePod(ctx, ds, pod); err != nil {
-				c.exp.deleted(key, podKey(pod)) // a delete that failed will never be seen
+				c.exp.DeletionObserved(key, controller.Key(pod)) // a delete that failed will never be seen
 				if !apierrors.IsNotFound(err) {
 					fail(err)
 				}

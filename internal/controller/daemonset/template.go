@@ -8,6 +8,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"orch/internal/controller"
 )
 
 // templateGenerationLabel is the pod label upstream still writes with the
@@ -56,7 +58,7 @@ func isUpdated(pod *corev1.Pod, ds *appsv1.DaemonSet, hash string) bool {
 
 // isAvailable: ready for at least minReadySeconds at now.
 func isAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	c := readyCondition(pod)
+	c := controller.ReadyCondition(pod)
 	if c == nil || c.Status != corev1.ConditionTrue {
 		return false
 	}
@@ -64,15 +66,6 @@ func isAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
 		return true
 	}
 	return !c.LastTransitionTime.IsZero() && c.LastTransitionTime.Add(time.Duration(minReadySeconds)*time.Second).Before(now)
-}
-
-func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // sortOldestFirst orders pods bound first, then by creation time, then by

@@ -54,7 +54,7 @@ type Controller struct {
 // the shared Deployment, ReplicaSet and pod informers; the caller starts
 // the informer factory.
 func New(ctx controller.Context) *Controller {
-	ctx = withDefaults(ctx)
+	ctx = ctx.WithDefaults()
 	c := &Controller{
 		client:   ctx.Client,
 		recorder: ctx.Recorder("deployment-controller"),
@@ -172,23 +172,4 @@ func (c *Controller) writeStatus(ctx context.Context, d *appsv1.Deployment) erro
 	}
 	d.ResourceVersion = patched.ResourceVersion
 	return nil
-}
-
-// withDefaults fills in what a caller may leave out: the real clock, the
-// default logger, a recorder that drops events.
-func withDefaults(ctx controller.Context) controller.Context {
-	if ctx.Clock == nil {
-		ctx.Clock = clock.RealClock{}
-	}
-	if ctx.Log == nil {
-		ctx.Log = slog.Default()
-	}
-	if ctx.Recorder == nil {
-		ctx.Recorder = func(string) record.EventRecorder { return &record.FakeRecorder{} }
-	}
-	return ctx
-}
-
-func keyOf(obj metav1.Object) string {
-	return obj.GetNamespace() + "/" + obj.GetName()
 }

@@ -7,15 +7,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/cache"
+
+	"orch/internal/controller"
 )
 
 func (c *Controller) deploymentChanged(obj interface{}) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	if d, ok := obj.(*appsv1.Deployment); ok {
-		c.queue.Add(keyOf(d))
+	if d, ok := controller.ObjectFrom[*appsv1.Deployment](obj); ok {
+		c.queue.Add(controller.Key(d))
 	}
 }
 
@@ -32,12 +30,12 @@ func (c *Controller) replicaSetAdded(obj interface{}) {
 	}
 	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
 		if d := c.resolveControllerRef(rs.Namespace, ref); d != nil {
-			c.queue.Add(keyOf(d))
+			c.queue.Add(controller.Key(d))
 		}
 		return
 	}
 	for _, d := range c.selecting(rs) {
-		c.queue.Add(keyOf(d))
+		c.queue.Add(controller.Key(d))
 	}
 }
 
@@ -51,33 +49,30 @@ func (c *Controller) replicaSetUpdated(oldObj, newObj interface{}) {
 	refChanged := !reflect.DeepEqual(curRef, oldRef)
 	if refChanged && oldRef != nil {
 		if d := c.resolveControllerRef(old.Namespace, oldRef); d != nil {
-			c.queue.Add(keyOf(d))
+			c.queue.Add(controller.Key(d))
 		}
 	}
 	if curRef != nil {
 		if d := c.resolveControllerRef(cur.Namespace, curRef); d != nil {
-			c.queue.Add(keyOf(d))
+			c.queue.Add(controller.Key(d))
 		}
 		return
 	}
 	if refChanged || !reflect.DeepEqual(cur.Labels, old.Labels) {
 		for _, d := range c.selecting(cur) {
-			c.queue.Add(keyOf(d))
+			c.queue.Add(controller.Key(d))
 		}
 	}
 }
 
 func (c *Controller) replicaSetDeleted(obj interface{}) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	rs, ok := obj.(*appsv1.ReplicaSet)
+	rs, ok := controller.ObjectFrom[*appsv1.ReplicaSet](obj)
 	if !ok {
 		return
 	}
 	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
 		if d := c.resolveControllerRef(rs.Namespace, ref); d != nil {
-			c.queue.Add(keyOf(d))
+			c.queue.Add(controller.Key(d))
 		}
 	}
 }
@@ -85,19 +80,16 @@ func (c *Controller) replicaSetDeleted(obj interface{}) {
 // podDeleted wakes a Recreate Deployment: it waits for every old pod to be
 // gone before it scales the new ReplicaSet up.
 func (c *Controller) podDeleted(obj interface{}) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controller.ObjectFrom[*corev1.Pod](obj)
 	if !ok {
 		return
 	}
 	ref := metav1.GetControllerOfNoCopy(pod)
-	if ref == nil || ref.Kind != "ReplicaSet" {
+	if ref == nil {
 		return
 	}
-	rs, err := c.rsLister.ReplicaSets(pod.Namespace).Get(ref.Name)
-	if err != nil || rs.UID != ref.UID {
+	rs := controller.ResolveControllerRef(ref, "ReplicaSet", c.rsLister.ReplicaSets(pod.Namespace).Get)
+	if rs == nil {
 		return
 	}
 	dref := metav1.GetControllerOfNoCopy(rs)
@@ -105,21 +97,14 @@ func (c *Controller) podDeleted(obj interface{}) {
 		return
 	}
 	if d := c.resolveControllerRef(rs.Namespace, dref); d != nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
-		c.queue.Add(keyOf(d))
+		c.queue.Add(controller.Key(d))
 	}
 }
 
 // resolveControllerRef returns the Deployment ref points to, if it still
 // has the same UID.
 func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {
-	if ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	d, err := c.dLister.Deployments(namespace).Get(ref.Name)
-	if err != nil || d.UID != ref.UID {
-		return nil
-	}
-	return d
+	return controller.ResolveControllerRef(ref, controllerKind.Kind, c.dLister.Deployments(namespace).Get)
 }
 
 // selecting returns the Deployments whose selector matches rs's labels.
@@ -140,7 +125,7 @@ func (c *Controller) selecting(rs *appsv1.ReplicaSet) []*appsv1.Deployment {
 		out = append(out, d)
 	}
 	if len(out) > 1 {
-		c.log.Info("more than one deployment selects the replica set; only its controller manages it", "replicaSet", keyOf(rs))
+		c.log.Info("more than one deployment selects the replica set; only its controller manages it", "replicaSet", controller.Key(rs))
 	}
 	return out
 }

@@ -11,11 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"orch/internal/controller"
 	"orch/internal/controller/controllertest"
 	"orch/internal/controller/replicaset"
 )
@@ -37,17 +37,6 @@ func startCluster(t *testing.T, clk clock.WithTicker) *cluster {
 	env.Context.Clock = clk
 	env.Start(t, New(env.Context), replicaset.New(env.Context))
 	return &cluster{t: t, client: env.Context.Client, config: env.Server.Config, ns: "default"}
-}
-
-// eventually polls cond until it holds; the timeout only bounds a hung
-// test.
-func eventually(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(bg, 20*time.Millisecond, 90*time.Second, true,
-		func(context.Context) (bool, error) { return cond() })
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
 
 func newDeployment(name string, replicas int32, image string) *appsv1.Deployment {
@@ -83,26 +72,11 @@ func (c *cluster) create(d *appsv1.Deployment) *appsv1.Deployment {
 
 func (c *cluster) deployment(name string) *appsv1.Deployment {
 	c.t.Helper()
-	var d *appsv1.Deployment
-	c.retry(func() (err error) {
-		d, err = c.client.AppsV1().Deployments(c.ns).Get(bg, name, metav1.GetOptions{})
-		return err
-	})
-	return d
-}
-
-// retry runs read a few times: the test apiserver's watch cache can time
-// out a list now and then ("watch cache of ... waiting for ...").
-func (c *cluster) retry(read func() error) {
-	c.t.Helper()
-	var err error
-	for i := 0; i < 5; i++ {
-		if err = read(); err == nil {
-			return
-		}
-		c.t.Logf("read failed, retrying: %v", err)
+	d, err := c.client.AppsV1().Deployments(c.ns).Get(bg, name, metav1.GetOptions{})
+	if err != nil {
+		c.t.Fatal(err)
 	}
-	c.t.Fatal(err)
+	return d
 }
 
 // update applies change to the latest version of the Deployment.
@@ -128,11 +102,10 @@ func setImage(image string) func(*appsv1.Deployment) {
 // replicaSets returns the Deployment's ReplicaSets, oldest first.
 func (c *cluster) replicaSets(app string) []appsv1.ReplicaSet {
 	c.t.Helper()
-	var list *appsv1.ReplicaSetList
-	c.retry(func() (err error) {
-		list, err = c.client.AppsV1().ReplicaSets(c.ns).List(bg, metav1.ListOptions{LabelSelector: "app=" + app})
-		return err
-	})
+	list, err := c.client.AppsV1().ReplicaSets(c.ns).List(bg, metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	sort.Slice(list.Items, func(i, j int) bool {
 		return list.Items[i].CreationTimestamp.Before(&list.Items[j].CreationTimestamp) || list.Items[i].Name < list.Items[j].Name && list.Items[i].CreationTimestamp.Equal(&list.Items[j].CreationTimestamp)
 	})
@@ -141,11 +114,10 @@ func (c *cluster) replicaSets(app string) []appsv1.ReplicaSet {
 
 func (c *cluster) pods(app string) []corev1.Pod {
 	c.t.Helper()
-	var list *corev1.PodList
-	c.retry(func() (err error) {
-		list, err = c.client.CoreV1().Pods(c.ns).List(bg, metav1.ListOptions{LabelSelector: "app=" + app})
-		return err
-	})
+	list, err := c.client.CoreV1().Pods(c.ns).List(bg, metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	return list.Items
 }
 
@@ -164,7 +136,7 @@ func (c *cluster) kubeletReady(pod corev1.Pod, since time.Time) {
 func (c *cluster) readyAll(app string) int {
 	n := 0
 	for _, p := range c.pods(app) {
-		if !isReady(&p) && p.DeletionTimestamp == nil {
+		if !controller.PodReady(&p) && p.DeletionTimestamp == nil {
 			c.kubeletReady(p, time.Now())
 			n++
 		}
@@ -183,7 +155,7 @@ func (c *cluster) kubelet(app string) {
 			list, err := c.client.CoreV1().Pods(c.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + app})
 			if err == nil {
 				for _, p := range list.Items {
-					if !isReady(&p) && p.DeletionTimestamp == nil {
+					if !controller.PodReady(&p) && p.DeletionTimestamp == nil {
 						c.kubeletReady(p, time.Now())
 					}
 				}
@@ -194,15 +166,6 @@ func (c *cluster) kubelet(app string) {
 			}
 		}
 	}()
-}
-
-func isReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func condition(d *appsv1.Deployment, t appsv1.DeploymentConditionType) appsv1.DeploymentCondition {
@@ -224,28 +187,7 @@ func complete(d *appsv1.Deployment) bool {
 // events returns "Type Reason Message" of the events about the object.
 func (c *cluster) events(kind, name string) []string {
 	c.t.Helper()
-	var list *corev1.EventList
-	c.retry(func() (err error) {
-		list, err = c.client.CoreV1().Events(c.ns).List(bg, metav1.ListOptions{})
-		return err
-	})
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].FirstTimestamp.Before(&list.Items[j].FirstTimestamp) })
-	var out []string
-	for _, e := range list.Items {
-		if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name {
-			out = append(out, e.Type+" "+e.Reason+" "+e.Message)
-		}
-	}
-	return out
-}
-
-func contains(lines []string, want string) bool {
-	for _, l := range lines {
-		if l == want {
-			return true
-		}
-	}
-	return false
+	return controllertest.Events(c.t, c.client, c.ns, kind, name)
 }
 
 // dump logs the state of app's Deployment, ReplicaSets and pods.
@@ -258,16 +200,14 @@ func (c *cluster) dump(app string) {
 		c.t.Logf("rs %s gen %d spec %d annotations %v status %+v", rs.Name, rs.Generation, *rs.Spec.Replicas, rs.Annotations, rs.Status)
 	}
 	for _, p := range c.pods(app) {
-		c.t.Logf("pod %s ready %v deleting %v", p.Name, isReady(&p), p.DeletionTimestamp != nil)
+		c.t.Logf("pod %s ready %v deleting %v", p.Name, controller.PodReady(&p), p.DeletionTimestamp != nil)
 	}
 }
 
-// eventually is eventually with a dump of app's state on failure.
+// eventually is controllertest.Eventually with a dump of app's state on failure.
 func (c *cluster) eventually(app, what string, cond func() (bool, error)) {
 	c.t.Helper()
-	err := wait.PollUntilContextTimeout(bg, 20*time.Millisecond, 90*time.Second, true,
-		func(context.Context) (bool, error) { return cond() })
-	if err != nil {
+	if err := controllertest.Wait(cond); err != nil {
 		c.dump(app)
 		c.t.Fatalf("waiting for %s: %v", what, err)
 	}

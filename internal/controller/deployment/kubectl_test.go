@@ -1,79 +1,25 @@
 package deployment
 
 import (
-	"bytes"
-	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	kubectlcmd "k8s.io/kubectl/pkg/cmd"
-	cmdutil "k8s.io/kubectl/pkg/cmd/util"
 	"k8s.io/utils/clock"
+
+	"orch/internal/controller/controllertest/kubectltest"
 )
 
-type kubectlFatal struct {
-	msg  string
-	code int
-}
-
-// kubectl runs the real kubectl (as `orch kubectl` does) against the test
-// apiserver and returns what it printed.
+// kubectl runs the real kubectl against the test apiserver and returns
+// what it printed.
 func (c *cluster) kubectl(args ...string) (string, error) {
 	c.t.Helper()
-	dir := c.t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["orch"] = &clientcmdapi.Cluster{Server: c.config.Host}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{}
-	cfg.Contexts["orch"] = &clientcmdapi.Context{Cluster: "orch", AuthInfo: "admin", Namespace: "default"}
-	cfg.CurrentContext = "orch"
-	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
-		c.t.Fatal(err)
-	}
-	cacheDir := filepath.Join(dir, "cache")
-	flags := genericclioptions.NewConfigFlags(true)
-	flags.KubeConfig, flags.CacheDir = &kubeconfig, &cacheDir
-	var out bytes.Buffer
-	cmd := kubectlcmd.NewKubectlCommand(kubectlcmd.KubectlOptions{
-		Arguments:   append([]string{"kubectl"}, args...),
-		ConfigFlags: flags,
-		IOStreams:   genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out},
-	})
-	cmd.SetArgs(args)
-	cmdutil.BehaviorOnFatal(func(msg string, code int) { panic(kubectlFatal{msg, code}) })
-	defer cmdutil.DefaultBehaviorOnFatal()
-	var err error
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				f, ok := r.(kubectlFatal)
-				if !ok {
-					panic(r)
-				}
-				err = fmt.Errorf("exit %d: %s", f.code, f.msg)
-			}
-		}()
-		err = cmd.Execute()
-	}()
-	c.t.Logf("kubectl %s\n%s", strings.Join(args, " "), out.String())
-	return out.String(), err
+	return kubectltest.Run(c.t, c.config, args...)
 }
 
+// mustKubectl runs kubectl and fails the test unless it prints want.
 func (c *cluster) mustKubectl(want string, args ...string) string {
 	c.t.Helper()
-	out, err := c.kubectl(args...)
-	if err != nil {
-		c.t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	if !strings.Contains(out, want) {
-		c.t.Fatalf("kubectl %s printed %q, want it to contain %q", strings.Join(args, " "), out, want)
-	}
-	return out
+	return kubectltest.MustContain(c.t, c.config, want, args...)
 }
 
 // The acceptance scenario of a new user (without nodes: the test plays the

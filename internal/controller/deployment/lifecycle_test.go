@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -195,12 +196,12 @@ func TestDeprecatedRollbackAnnotation(t *testing.T) {
 		return !pending && complete(d) && d.Spec.Template.Spec.Containers[0].Image == "v1" && d.Annotations[revisionAnnotation] == "3", nil
 	})
 	c.eventually("web", "the DeploymentRollback event", func() (bool, error) {
-		return contains(c.events("Deployment", "web"), `Normal DeploymentRollback Rolled back deployment "web" to revision 1`), nil
+		return slices.Contains(c.events("Deployment", "web"), `Normal DeploymentRollback Rolled back deployment "web" to revision 1`), nil
 	})
 	// Asking for a revision that does not exist only clears the request.
 	c.update("web", func(d *appsv1.Deployment) { d.Annotations[rollbackToAnnotation] = "42" })
 	c.eventually("web", "request cleared", func() (bool, error) {
 		_, pending := c.deployment("web").Annotations[rollbackToAnnotation]
-		return !pending && contains(c.events("Deployment", "web"), "Warning DeploymentRollbackRevisionNotFound Unable to find the revision to rollback to."), nil
+		return !pending && slices.Contains(c.events("Deployment", "web"), "Warning DeploymentRollbackRevisionNotFound Unable to find the revision to rollback to."), nil
 	})
 }

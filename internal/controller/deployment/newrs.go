@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"orch/internal/controller"
 )
 
 // replicaSetsAndSyncRevision splits rsList into the new ReplicaSet and the
@@ -106,7 +108,7 @@ func (c *Controller) newReplicaSet(ctx context.Context, d *appsv1.Deployment, rs
 		}
 		*d.Status.CollisionCount++
 		if c.writeStatus(ctx, d) == nil {
-			c.log.Info("hash collision; bumped collisionCount", "deployment", keyOf(d), "collisionCount", *d.Status.CollisionCount)
+			c.log.Info("hash collision; bumped collisionCount", "deployment", controller.Key(d), "collisionCount", *d.Status.CollisionCount)
 		}
 		return nil, err
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):

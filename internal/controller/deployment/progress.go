@@ -8,6 +8,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"orch/internal/controller"
 )
 
 // syncRolloutStatus writes status during a rollout and keeps the
@@ -98,10 +100,10 @@ func (c *Controller) requeueStuck(d *appsv1.Deployment, st appsv1.DeploymentStat
 	}
 	after := cur.LastUpdateTime.Add(time.Duration(*d.Spec.ProgressDeadlineSeconds) * time.Second).Sub(c.clock.Now())
 	if after < time.Second {
-		c.queue.AddRateLimited(keyOf(d))
+		c.queue.AddRateLimited(controller.Key(d))
 		return 0
 	}
 	// A second more absorbs the truncation of lastUpdateTime to seconds.
-	c.delay.After(keyOf(d), after+time.Second)
+	c.delay.After(controller.Key(d), after+time.Second)
 	return after
 }

@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
+
+	"orch/internal/controller"
 )
 
 // rolloutRolling moves a RollingUpdate one step: scale the new ReplicaSet
@@ -97,7 +99,7 @@ func (c *Controller) cleanupUnhealthyReplicas(ctx context.Context, oldRSs []*app
 		down := min(limit-total, *rs.Spec.Replicas-rs.Status.AvailableReplicas)
 		size := *rs.Spec.Replicas - down
 		if size > *rs.Spec.Replicas {
-			return nil, 0, fmt.Errorf("when cleaning up unhealthy replicas, got invalid request to scale down %s %d -> %d", keyOf(rs), *rs.Spec.Replicas, size)
+			return nil, 0, fmt.Errorf("when cleaning up unhealthy replicas, got invalid request to scale down %s %d -> %d", controller.Key(rs), *rs.Spec.Replicas, size)
 		}
 		_, updated, err := c.scaleReplicaSet(ctx, rs, size, d, false)
 		if err != nil {

@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
+
+	"orch/internal/controller"
+	"orch/internal/controller/controllertest"
 )
 
 func TestDeploymentCreatesReplicaSetAndPods(t *testing.T) {
@@ -20,7 +24,7 @@ func TestDeploymentCreatesReplicaSetAndPods(t *testing.T) {
 	}
 	hash := templateHash(&d.Spec.Template, nil)
 	rsName := "web-" + hash
-	eventually(t, "the ReplicaSet and 5 pods", func() (bool, error) {
+	controllertest.Eventually(t, "the ReplicaSet and 5 pods", func() (bool, error) {
 		rss := c.replicaSets("web")
 		return len(rss) == 1 && rss[0].Status.Replicas == 5 && len(c.pods("web")) == 5, nil
 	})
@@ -46,7 +50,7 @@ func TestDeploymentCreatesReplicaSetAndPods(t *testing.T) {
 			t.Fatalf("pod %s labels %v owners %v", p.Name, p.Labels, p.OwnerReferences)
 		}
 	}
-	eventually(t, "revision annotation and MinimumReplicasUnavailable", func() (bool, error) {
+	controllertest.Eventually(t, "revision annotation and MinimumReplicasUnavailable", func() (bool, error) {
 		d := c.deployment("web")
 		a := condition(d, appsv1.DeploymentAvailable)
 		return d.Annotations[revisionAnnotation] == "1" && a.Status == corev1.ConditionFalse && a.Reason == reasonMinimumUnavailable &&
@@ -58,7 +62,7 @@ func TestDeploymentCreatesReplicaSetAndPods(t *testing.T) {
 	}
 
 	c.readyAll("web")
-	eventually(t, "a complete rollout", func() (bool, error) { return complete(c.deployment("web")), nil })
+	controllertest.Eventually(t, "a complete rollout", func() (bool, error) { return complete(c.deployment("web")), nil })
 	d = c.deployment("web")
 	st := d.Status
 	if st.Replicas != 5 || st.UpdatedReplicas != 5 || st.ReadyReplicas != 5 || st.AvailableReplicas != 5 || st.UnavailableReplicas != 0 ||
@@ -72,8 +76,8 @@ func TestDeploymentCreatesReplicaSetAndPods(t *testing.T) {
 	if p.Status != corev1.ConditionTrue || p.Message != fmt.Sprintf("ReplicaSet %q has successfully progressed.", rsName) {
 		t.Fatalf("Progressing %+v", p)
 	}
-	eventually(t, "the ScalingReplicaSet event", func() (bool, error) {
-		return contains(c.events("Deployment", "web"), "Normal ScalingReplicaSet Scaled up replica set "+rsName+" from 0 to 5"), nil
+	controllertest.Eventually(t, "the ScalingReplicaSet event", func() (bool, error) {
+		return slices.Contains(c.events("Deployment", "web"), "Normal ScalingReplicaSet Scaled up replica set "+rsName+" from 0 to 5"), nil
 	})
 }
 
@@ -97,7 +101,7 @@ func TestRollingUpdateInvariants(t *testing.T) {
 		t.Run(fmt.Sprintf("%d_%s_%s", tt.replicas, tt.surge, tt.unavailable), func(t *testing.T) {
 			c := startCluster(t, clock.RealClock{})
 			c.create(withRolling(newDeployment("web", tt.replicas, "v1"), tt.surge, tt.unavailable))
-			eventually(t, "v1 rolled out", func() (bool, error) {
+			controllertest.Eventually(t, "v1 rolled out", func() (bool, error) {
 				c.readyAll("web")
 				return complete(c.deployment("web")), nil
 			})
@@ -116,7 +120,7 @@ func TestRollingUpdateInvariants(t *testing.T) {
 				ready := int32(0)
 				var notReady []corev1.Pod
 				for _, p := range c.pods("web") {
-					if isReady(&p) {
+					if controller.PodReady(&p) {
 						ready++
 					} else {
 						notReady = append(notReady, p)
@@ -140,7 +144,7 @@ func TestRollingUpdateInvariants(t *testing.T) {
 			if d.Annotations[revisionAnnotation] != "2" {
 				t.Fatalf("deployment revision %q, want 2", d.Annotations[revisionAnnotation])
 			}
-			eventually(t, "the last scale-down event", func() (bool, error) {
+			controllertest.Eventually(t, "the last scale-down event", func() (bool, error) {
 				for _, e := range c.events("Deployment", "web") {
 					// After ten alike events the recorder prefixes the
 					// message with "(combined from similar events): ".
@@ -163,7 +167,7 @@ func TestRecreate(t *testing.T) {
 	// validation forbids the spec.nodeName change.)
 	d.Spec.Template.Spec.NodeName = "node-1"
 	c.create(d)
-	eventually(t, "v1 rolled out", func() (bool, error) {
+	controllertest.Eventually(t, "v1 rolled out", func() (bool, error) {
 		c.readyAll("db")
 		return complete(c.deployment("db")), nil
 	})
@@ -171,7 +175,7 @@ func TestRecreate(t *testing.T) {
 	c.update("db", setImage("v2"))
 	// The old pods are terminating: nothing new may start until they are
 	// gone.
-	eventually(t, "old pods terminating", func() (bool, error) {
+	controllertest.Eventually(t, "old pods terminating", func() (bool, error) {
 		ps := c.pods("db")
 		terminating := 0
 		for _, p := range ps {
@@ -196,14 +200,14 @@ func TestRecreate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "two pods gone", func() (bool, error) { return len(c.pods("db")) == 1, nil })
+	controllertest.Eventually(t, "two pods gone", func() (bool, error) { return len(c.pods("db")) == 1, nil })
 	if rss := c.replicaSets("db"); len(rss) != 1 {
 		t.Fatalf("new ReplicaSet created while an old pod still runs")
 	}
 	if err := c.client.CoreV1().Pods("default").Delete(bg, ps[2].Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "v2 rolled out", func() (bool, error) {
+	controllertest.Eventually(t, "v2 rolled out", func() (bool, error) {
 		c.readyAll("db")
 		rss := c.replicaSets("db")
 		return complete(c.deployment("db")) && len(rss) == 2 && len(c.pods("db")) == 3, nil
@@ -219,7 +223,7 @@ func TestRecreate(t *testing.T) {
 		"Normal ScalingReplicaSet Scaled down replica set " + v1 + " from 3 to 0",
 		"Normal ScalingReplicaSet Scaled up replica set " + v2 + " from 0 to 3",
 	} {
-		if !contains(ev, want) {
+		if !slices.Contains(ev, want) {
 			t.Errorf("missing event %q in %q", want, ev)
 		}
 	}

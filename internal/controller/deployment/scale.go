@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"orch/internal/controller"
 )
 
 // scale resizes the ReplicaSets after spec.replicas changed (or while
@@ -122,7 +124,7 @@ func (c *Controller) cleanup(ctx context.Context, oldRSs []*appsv1.ReplicaSet, d
 		if rs.Status.Replicas != 0 || *rs.Spec.Replicas != 0 || rs.Generation > rs.Status.ObservedGeneration {
 			continue
 		}
-		c.log.Info("deleting old replica set beyond revisionHistoryLimit", "deployment", keyOf(d), "replicaSet", rs.Name)
+		c.log.Info("deleting old replica set beyond revisionHistoryLimit", "deployment", controller.Key(d), "replicaSet", rs.Name)
 		err := c.client.AppsV1().ReplicaSets(rs.Namespace).Delete(ctx, rs.Name, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/cache"
+
+	"orch/internal/controller"
 )
 
 // sync reconciles the Deployment with key.
@@ -162,9 +164,9 @@ func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment)
 			case err != nil:
 				adoptErr = fmt.Errorf("can't recheck DeletionTimestamp: %w", err)
 			case fresh.UID != d.UID:
-				adoptErr = fmt.Errorf("original Deployment %s is gone: got uid %s, wanted %s", keyOf(d), fresh.UID, d.UID)
+				adoptErr = fmt.Errorf("original Deployment %s is gone: got uid %s, wanted %s", controller.Key(d), fresh.UID, d.UID)
 			case fresh.DeletionTimestamp != nil:
-				adoptErr = fmt.Errorf("%s has just been deleted at %v", keyOf(d), fresh.DeletionTimestamp)
+				adoptErr = fmt.Errorf("%s has just been deleted at %v", controller.Key(d), fresh.DeletionTimestamp)
 			}
 		})
 		return adoptErr
@@ -187,7 +189,7 @@ func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment)
 		case !matches || d.DeletionTimestamp != nil || rs.DeletionTimestamp != nil:
 		default:
 			if err := canAdopt(); err != nil {
-				errs = append(errs, fmt.Errorf("can't adopt ReplicaSet %s (%s): %w", keyOf(rs), rs.UID, err))
+				errs = append(errs, fmt.Errorf("can't adopt ReplicaSet %s (%s): %w", controller.Key(rs), rs.UID, err))
 				continue
 			}
 			err := c.patchReplicaSet(ctx, rs, adoptPatch(d, rs.UID))
@@ -198,7 +200,7 @@ func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment)
 				errs = append(errs, err)
 				continue
 			}
-			c.log.Info("adopted replica set", "deployment", keyOf(d), "replicaSet", rs.Name)
+			c.log.Info("adopted replica set", "deployment", controller.Key(d), "replicaSet", rs.Name)
 			claimed = append(claimed, rs)
 		}
 	}

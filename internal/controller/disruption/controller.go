@@ -68,12 +68,7 @@ func New(ctx controller.Context) *Controller {
 	}
 	c.recheck = controller.NewDelayer(ctx.Clock, c.queue.Add, c.done)
 	c.staleAfter = controller.NewDelayer(ctx.Clock, c.staleQueue.Add, c.done)
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
-		}
-	}
-	pdbs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue})
+	pdbs.Informer().AddEventHandler(controller.EnqueueHandlers(c.queue.Add))
 	core.Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.podChanged,
 		UpdateFunc: func(old, cur any) { c.enqueueBudgetsOf(old); c.podChanged(cur) },
@@ -118,10 +113,7 @@ func (c *Controller) podChanged(obj any) {
 // enqueueBudgetsOf queues every budget that selects the pod obj and
 // returns the pod (nil for anything else).
 func (c *Controller) enqueueBudgetsOf(obj any) *corev1.Pod {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controller.ObjectFrom[*corev1.Pod](obj)
 	if !ok {
 		return nil
 	}

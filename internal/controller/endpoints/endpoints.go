@@ -44,12 +44,8 @@ func New(ctx controller.Context) *Controller {
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		log:   ctx.Log.With("controller", "endpoints"),
 	}
-	enqueue := func(obj any) {
-		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-			c.queue.Add(key)
-		}
-	}
-	core.Services().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue})
+	enqueue := controller.EnqueueKey(c.queue.Add)
+	core.Services().Informer().AddEventHandler(controller.EnqueueHandlers(c.queue.Add))
 	core.Endpoints().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue})
 	core.Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueuePod, UpdateFunc: func(old, obj any) { c.enqueuePod(old); c.enqueuePod(obj) }, DeleteFunc: c.enqueuePod,
@@ -59,10 +55,7 @@ func New(ctx controller.Context) *Controller {
 }
 
 func (c *Controller) enqueuePod(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controller.ObjectFrom[*corev1.Pod](obj)
 	if !ok {
 		return
 	}

@@ -2,7 +2,6 @@ package endpoints_test
 
 import (
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,26 +31,15 @@ func TestEndpointsFollowService(t *testing.T) {
 	if _, err := client.CoreV1().Pods("ep").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the pod's address", func() bool {
+	controllertest.EventuallyTrue(t, "the pod's address", func() bool {
 		ep, err := client.CoreV1().Endpoints("ep").Get(ctx, "web", metav1.GetOptions{})
 		return err == nil && len(ep.Subsets) == 1 && len(ep.Subsets[0].Addresses) == 1 && ep.Subsets[0].Addresses[0].IP == "10.42.0.9" && ep.Subsets[0].Ports[0].Port == 80
 	})
 	if err := client.CoreV1().Services("ep").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the endpoints to go with the service", func() bool {
+	controllertest.EventuallyTrue(t, "the endpoints to go with the service", func() bool {
 		_, err := client.CoreV1().Endpoints("ep").Get(ctx, "web", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
-}
-
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -53,9 +53,7 @@ func New(ctx controller.Context) *Controller {
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		log:   ctx.Log.With("controller", "endpointslice"),
 	}
-	f.Core().V1().Services().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueueService, UpdateFunc: func(_, obj any) { c.enqueueService(obj) }, DeleteFunc: c.enqueueService,
-	})
+	f.Core().V1().Services().Informer().AddEventHandler(controller.EnqueueHandlers(c.queue.Add))
 	f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueuePod, UpdateFunc: func(old, obj any) { c.enqueuePod(old); c.enqueuePod(obj) }, DeleteFunc: c.enqueuePod,
 	})
@@ -70,18 +68,9 @@ func New(ctx controller.Context) *Controller {
 	return c
 }
 
-func (c *Controller) enqueueService(obj any) {
-	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
-		c.queue.Add(key)
-	}
-}
-
 // enqueuePod queues every service in the pod's namespace that selects it.
 func (c *Controller) enqueuePod(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controller.ObjectFrom[*corev1.Pod](obj)
 	if !ok {
 		return
 	}
@@ -94,10 +83,7 @@ func (c *Controller) enqueuePod(obj any) {
 }
 
 func (c *Controller) enqueueSlice(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	if slice, ok := obj.(*discoveryv1.EndpointSlice); ok && slice.Labels[discoveryv1.LabelManagedBy] == managedBy {
+	if slice, ok := controller.ObjectFrom[*discoveryv1.EndpointSlice](obj); ok && slice.Labels[discoveryv1.LabelManagedBy] == managedBy {
 		c.queue.Add(slice.Namespace + "/" + slice.Labels[discoveryv1.LabelServiceName])
 	}
 }

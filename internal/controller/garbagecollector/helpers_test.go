@@ -22,6 +22,7 @@ import (
 
 	"orch/internal/apiserver/apitest"
 	"orch/internal/controller"
+	"orch/internal/controller/controllertest"
 )
 
 // env is a running apiserver with the garbage collector started on it.
@@ -74,22 +75,6 @@ func startGC(t *testing.T) *env {
 	return &env{client: client, metadata: md, gc: gc}
 }
 
-// eventually polls cond until it holds, failing the test at the deadline.
-func eventually(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		lastErr = err
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s: still not true at the deadline (last error: %v)", what, lastErr)
-}
-
 // gone is a condition: get returns NotFound.
 func gone(get func() error) func() (bool, error) {
 	return func() (bool, error) {
@@ -132,7 +117,7 @@ func createConfigMap(t *testing.T, client kubernetes.Interface, ns, name string,
 // waitInGraph waits until the collector's graph holds uid.
 func (e *env) waitInGraph(t *testing.T, uid types.UID) {
 	t.Helper()
-	eventually(t, "object "+string(uid)+" in the graph", func() (bool, error) { return e.gc.GraphHasUID(uid), nil })
+	controllertest.Eventually(t, "object "+string(uid)+" in the graph", func() (bool, error) { return e.gc.GraphHasUID(uid), nil })
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+
+	"orch/internal/controller"
 )
 
 // claimPods returns the pods job controls, after adopting the orphans its
@@ -69,9 +71,9 @@ func (c *Controller) canAdopt(ctx context.Context, job *batchv1.Job) error {
 	case err != nil:
 		return fmt.Errorf("can't recheck DeletionTimestamp: %w", err)
 	case fresh.UID != job.UID:
-		return fmt.Errorf("original Job %s is gone: got uid %s, wanted %s", keyOf(job), fresh.UID, job.UID)
+		return fmt.Errorf("original Job %s is gone: got uid %s, wanted %s", controller.Key(job), fresh.UID, job.UID)
 	case fresh.DeletionTimestamp != nil:
-		return fmt.Errorf("%s has just been deleted at %v", keyOf(job), fresh.DeletionTimestamp)
+		return fmt.Errorf("%s has just been deleted at %v", controller.Key(job), fresh.DeletionTimestamp)
 	}
 	return nil
 }
@@ -87,7 +89,7 @@ func (c *Controller) adopt(ctx context.Context, job *batchv1.Job, pod *corev1.Po
 	if err != nil {
 		return err
 	}
-	c.log.Info("adopted pod", "job", keyOf(job), "pod", pod.Name)
+	c.log.Info("adopted pod", "job", controller.Key(job), "pod", pod.Name)
 	return nil
 }
 
@@ -103,7 +105,7 @@ func (c *Controller) release(ctx context.Context, job *batchv1.Job, pod *corev1.
 		return nil
 	}
 	if err == nil {
-		c.log.Info("released pod", "job", keyOf(job), "pod", pod.Name)
+		c.log.Info("released pod", "job", controller.Key(job), "pod", pod.Name)
 	}
 	return err
 }

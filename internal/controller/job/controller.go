@@ -68,7 +68,7 @@ type Controller struct {
 // New builds the controller from ctx and registers its handlers on the
 // shared job and pod informers; the caller starts the informer factory.
 func New(ctx controller.Context) *Controller {
-	ctx = withDefaults(ctx)
+	ctx = ctx.WithDefaults()
 	jobs := ctx.Informers.Batch().V1().Jobs()
 	pods := ctx.Informers.Core().V1().Pods()
 	limiter := func() workqueue.TypedRateLimiter[string] {
@@ -127,14 +127,7 @@ func (c *Controller) Start(ctx context.Context) error {
 // resolveControllerRef returns the job ref points to, if it still exists
 // with the same UID.
 func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *batchv1.Job {
-	if ref.Kind != jobKind.Kind {
-		return nil
-	}
-	job, err := c.jobs.Jobs(namespace).Get(ref.Name)
-	if err != nil || job.UID != ref.UID {
-		return nil
-	}
-	return job
+	return controller.ResolveControllerRef(ref, jobKind.Kind, c.jobs.Jobs(namespace).Get)
 }
 
 // selecting returns the jobs of the pod's namespace whose selector matches
@@ -157,24 +150,6 @@ func (c *Controller) selecting(pod *corev1.Pod) []*batchv1.Job {
 	return out
 }
 
-func (c *Controller) enqueue(job *batchv1.Job) { c.queue.Add(keyOf(job)) }
+func (c *Controller) enqueue(job *batchv1.Job) { c.queue.Add(controller.Key(job)) }
 
-func (c *Controller) enqueueOrphan(pod *corev1.Pod) { c.orphans.Add(keyOf(pod)) }
-
-// withDefaults fills in what a caller may leave out.
-func withDefaults(ctx controller.Context) controller.Context {
-	if ctx.Clock == nil {
-		ctx.Clock = clock.RealClock{}
-	}
-	if ctx.Log == nil {
-		ctx.Log = slog.Default()
-	}
-	if ctx.Recorder == nil {
-		ctx.Recorder = func(string) record.EventRecorder { return &record.FakeRecorder{} }
-	}
-	return ctx
-}
-
-func keyOf(obj metav1.Object) string {
-	return obj.GetNamespace() + "/" + obj.GetName()
-}
+func (c *Controller) enqueueOrphan(pod *corev1.Pod) { c.orphans.Add(controller.Key(pod)) }

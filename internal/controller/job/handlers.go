@@ -7,7 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/cache"
+
+	"orch/internal/controller"
 )
 
 func (c *Controller) jobAdded(obj interface{}) {
@@ -30,10 +31,7 @@ func (c *Controller) jobUpdated(_, newObj interface{}) {
 }
 
 func (c *Controller) jobDeleted(obj interface{}) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	job, ok := obj.(*batchv1.Job)
+	job, ok := controller.ObjectFrom[*batchv1.Job](obj)
 	if !ok {
 		return
 	}
@@ -72,7 +70,7 @@ func (c *Controller) podAdded(obj interface{}) {
 	}
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
 		if job := c.resolveControllerRef(pod.Namespace, ref); job != nil {
-			c.exp.creationObserved(keyOf(job))
+			c.exp.creationObserved(controller.Key(job))
 			c.enqueue(job)
 		}
 		return
@@ -121,17 +119,14 @@ func (c *Controller) podUpdated(oldObj, newObj interface{}) {
 
 func (c *Controller) podChanged(job *batchv1.Job, pod *corev1.Pod, finalizerGone bool) {
 	if finalizerGone {
-		c.exp.finalizerRemovalObserved(keyOf(job), string(pod.UID))
+		c.exp.finalizerRemovalObserved(controller.Key(job), string(pod.UID))
 	}
 	c.enqueue(job)
 }
 
 // podDeleted handles a pod that is gone (final) or being deleted.
 func (c *Controller) podDeleted(obj interface{}, final bool) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controller.ObjectFrom[*corev1.Pod](obj)
 	if !ok {
 		return
 	}
@@ -147,7 +142,7 @@ func (c *Controller) podDeleted(obj interface{}, final bool) {
 		}
 		return
 	}
-	key := keyOf(job)
+	key := controller.Key(job)
 	c.exp.deletionObserved(key)
 	if final || !hasFinalizer(pod) {
 		c.exp.finalizerRemovalObserved(key, string(pod.UID))

@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
@@ -62,38 +60,22 @@ func (c *cluster) create(job *batchv1.Job) *batchv1.Job {
 	return created
 }
 
-// retry runs read a few times: the test apiserver's watch cache can time
-// out a list now and then.
-func (c *cluster) retry(read func() error) {
-	c.t.Helper()
-	var err error
-	for i := 0; i < 5; i++ {
-		if err = read(); err == nil {
-			return
-		}
-		c.t.Logf("read failed, retrying: %v", err)
-	}
-	c.t.Fatal(err)
-}
-
 func (c *cluster) job(name string) *batchv1.Job {
 	c.t.Helper()
-	var job *batchv1.Job
-	c.retry(func() (err error) {
-		job, err = c.client.BatchV1().Jobs("default").Get(bg, name, metav1.GetOptions{})
-		return err
-	})
+	job, err := c.client.BatchV1().Jobs("default").Get(bg, name, metav1.GetOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	return job
 }
 
 // pods returns the job's pods, sorted by name.
 func (c *cluster) pods(job string) []corev1.Pod {
 	c.t.Helper()
-	var list *corev1.PodList
-	c.retry(func() (err error) {
-		list, err = c.client.CoreV1().Pods("default").List(bg, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
-		return err
-	})
+	list, err := c.client.CoreV1().Pods("default").List(bg, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
 	return list.Items
 }
@@ -156,28 +138,7 @@ func (c *cluster) updateJob(name string, change func(*batchv1.Job)) {
 // events returns "Type Reason Message" of the events about the job.
 func (c *cluster) events(name string) []string {
 	c.t.Helper()
-	var list *corev1.EventList
-	c.retry(func() (err error) {
-		list, err = c.client.CoreV1().Events("default").List(bg, metav1.ListOptions{})
-		return err
-	})
-	var out []string
-	for _, e := range list.Items {
-		if e.InvolvedObject.Kind == "Job" && e.InvolvedObject.Name == name {
-			out = append(out, e.Type+" "+e.Reason+" "+e.Message)
-		}
-	}
-	return out
-}
-
-func countPrefix(lines []string, prefix string) int {
-	n := 0
-	for _, l := range lines {
-		if strings.HasPrefix(l, prefix) {
-			n++
-		}
-	}
-	return n
+	return controllertest.Events(c.t, c.client, "default", "Job", name)
 }
 
 // condition returns "Status Reason Message" of the job's condition t, or "".
@@ -189,23 +150,11 @@ func condition(job *batchv1.Job, t batchv1.JobConditionType) string {
 	return fmt.Sprintf("%s %s %s", c.Status, c.Reason, c.Message)
 }
 
-// eventually polls cond until it holds, failing the test after a generous
-// timeout.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(bg, 20*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	if err != nil {
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
 // stepUntil moves the fake clock 5s at a time, whenever the controller
 // waits on it, until cond holds.
 func stepUntil(t *testing.T, clk *testingclock.FakeClock, what string, cond func() bool) {
 	t.Helper()
-	eventually(t, what, func() bool {
+	controllertest.EventuallyTrue(t, what, func() bool {
 		if cond() {
 			return true
 		}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"orch/internal/controller/controllertest"
 )
 
 // completions 4, parallelism 2: two pods at a time, each with the template,
@@ -20,7 +22,7 @@ import (
 func TestNonIndexedCompletionsAndParallelism(t *testing.T) {
 	c := startCluster(t, clock.RealClock{})
 	job := c.create(newJob("pi", ptr.To[int32](4), 2))
-	eventually(t, "2 pods", func() bool { return len(c.pods("pi")) == 2 })
+	controllertest.EventuallyTrue(t, "2 pods", func() bool { return len(c.pods("pi")) == 2 })
 	for _, p := range c.pods("pi") {
 		ref := metav1.GetControllerOf(&p)
 		if ref == nil || ref.UID != job.UID || ref.Kind != "Job" || ref.APIVersion != "batch/v1" || !ptr.Deref(ref.BlockOwnerDeletion, false) {
@@ -32,7 +34,7 @@ func TestNonIndexedCompletionsAndParallelism(t *testing.T) {
 			t.Fatalf("pod %s: name, labels or finalizers wrong: %v %v", p.Name, p.Labels, p.Finalizers)
 		}
 	}
-	eventually(t, "status active 2 and a start time", func() bool {
+	controllertest.EventuallyTrue(t, "status active 2 and a start time", func() bool {
 		st := c.job("pi").Status
 		return st.Active == 2 && st.StartTime != nil && st.Ready != nil && *st.Ready == 0 && st.Terminating != nil
 	})
@@ -41,7 +43,7 @@ func TestNonIndexedCompletionsAndParallelism(t *testing.T) {
 	for _, p := range first {
 		c.finish(p, corev1.PodSucceeded, 0, time.Now())
 	}
-	eventually(t, "two counted and two more pods", func() bool {
+	controllertest.EventuallyTrue(t, "two counted and two more pods", func() bool {
 		return c.job("pi").Status.Succeeded == 2 && len(c.running("pi")) == 2
 	})
 	for _, p := range c.pods("pi") {
@@ -52,7 +54,7 @@ func TestNonIndexedCompletionsAndParallelism(t *testing.T) {
 	for _, p := range c.running("pi") {
 		c.finish(p, corev1.PodSucceeded, 0, time.Now())
 	}
-	eventually(t, "complete", func() bool { return condition(c.job("pi"), batchv1.JobComplete) != "" })
+	controllertest.EventuallyTrue(t, "complete", func() bool { return condition(c.job("pi"), batchv1.JobComplete) != "" })
 	got := c.job("pi")
 	st := got.Status
 	if st.Succeeded != 4 || st.Failed != 0 || st.Active != 0 || st.CompletionTime == nil ||
@@ -74,9 +76,9 @@ func TestNonIndexedCompletionsAndParallelism(t *testing.T) {
 			t.Fatalf("pod %s kept its finalizer after completion", p.Name)
 		}
 	}
-	eventually(t, "events", func() bool {
+	controllertest.EventuallyTrue(t, "events", func() bool {
 		ev := c.events("pi")
-		return countPrefix(ev, "Normal SuccessfulCreate Created pod: pi-") == 4 && countPrefix(ev, "Normal Completed Job completed") == 1
+		return controllertest.CountPrefix(ev, "Normal SuccessfulCreate Created pod: pi-") == 4 && controllertest.CountPrefix(ev, "Normal Completed Job completed") == 1
 	})
 }
 
@@ -85,10 +87,10 @@ func TestNonIndexedCompletionsAndParallelism(t *testing.T) {
 func TestWorkQueue(t *testing.T) {
 	c := startCluster(t, clock.RealClock{})
 	c.create(newJob("queue", nil, 3))
-	eventually(t, "3 pods", func() bool { return len(c.pods("queue")) == 3 })
+	controllertest.EventuallyTrue(t, "3 pods", func() bool { return len(c.pods("queue")) == 3 })
 	pods := c.pods("queue")
 	c.finish(pods[0], corev1.PodSucceeded, 0, time.Now())
-	eventually(t, "one counted, two active", func() bool {
+	controllertest.EventuallyTrue(t, "one counted, two active", func() bool {
 		st := c.job("queue").Status
 		return st.Succeeded == 1 && st.Active == 2
 	})
@@ -97,7 +99,7 @@ func TestWorkQueue(t *testing.T) {
 	}
 	c.finish(pods[1], corev1.PodSucceeded, 0, time.Now())
 	c.finish(pods[2], corev1.PodFailed, 1, time.Now())
-	eventually(t, "complete", func() bool { return condition(c.job("queue"), batchv1.JobComplete) != "" })
+	controllertest.EventuallyTrue(t, "complete", func() bool { return condition(c.job("queue"), batchv1.JobComplete) != "" })
 	if st := c.job("queue").Status; st.Succeeded != 2 || st.Failed != 1 || len(c.pods("queue")) != 3 {
 		t.Fatalf("status %+v with %d pods", st, len(c.pods("queue")))
 	}
@@ -110,7 +112,7 @@ func TestIndexed(t *testing.T) {
 	job := newJob("idx", ptr.To[int32](4), 2)
 	job.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
 	c.create(job)
-	eventually(t, "2 pods", func() bool { return len(c.pods("idx")) == 2 })
+	controllertest.EventuallyTrue(t, "2 pods", func() bool { return len(c.pods("idx")) == 2 })
 	byIndex := func() map[string]corev1.Pod {
 		m := map[string]corev1.Pod{}
 		for _, p := range c.pods("idx") {
@@ -130,17 +132,17 @@ func TestIndexed(t *testing.T) {
 		}
 	}
 	c.finish(byIndex()["1"], corev1.PodSucceeded, 0, time.Now())
-	eventually(t, "index 1 done and index 2 started", func() bool {
+	controllertest.EventuallyTrue(t, "index 1 done and index 2 started", func() bool {
 		_, two := byIndex()["2"]
 		return c.job("idx").Status.CompletedIndexes == "1" && two
 	})
 	// A failed index is run again.
 	c.finish(byIndex()["0"], corev1.PodFailed, 1, time.Now())
-	eventually(t, "index 0 failed once", func() bool { return c.job("idx").Status.Failed == 1 })
+	controllertest.EventuallyTrue(t, "index 0 failed once", func() bool { return c.job("idx").Status.Failed == 1 })
 	c.finish(byIndex()["2"], corev1.PodSucceeded, 0, time.Now())
-	eventually(t, "1,2 done", func() bool { return c.job("idx").Status.CompletedIndexes == "1,2" })
+	controllertest.EventuallyTrue(t, "1,2 done", func() bool { return c.job("idx").Status.CompletedIndexes == "1,2" })
 	for _, want := range []string{"0", "3"} {
-		eventually(t, "index "+want+" running", func() bool {
+		controllertest.EventuallyTrue(t, "index "+want+" running", func() bool {
 			for _, p := range c.running("idx") {
 				if p.Annotations[batchv1.JobCompletionIndexAnnotation] == want {
 					c.finish(p, corev1.PodSucceeded, 0, time.Now())
@@ -150,7 +152,7 @@ func TestIndexed(t *testing.T) {
 			return false
 		})
 	}
-	eventually(t, "complete", func() bool { return condition(c.job("idx"), batchv1.JobComplete) != "" })
+	controllertest.EventuallyTrue(t, "complete", func() bool { return condition(c.job("idx"), batchv1.JobComplete) != "" })
 	if st := c.job("idx").Status; st.CompletedIndexes != "0-3" || st.Succeeded != 4 || st.Failed != 1 {
 		t.Fatalf("status %+v", st)
 	}
@@ -164,18 +166,18 @@ func TestBackoffLimitExceeded(t *testing.T) {
 	job := newJob("flaky", ptr.To[int32](1), 1)
 	job.Spec.BackoffLimit = ptr.To[int32](1)
 	c.create(job)
-	eventually(t, "a pod", func() bool { return len(c.pods("flaky")) == 1 })
+	controllertest.EventuallyTrue(t, "a pod", func() bool { return len(c.pods("flaky")) == 1 })
 	c.finish(c.pods("flaky")[0], corev1.PodFailed, 1, clk.Now())
-	eventually(t, "the failure counted and a re-check planned", func() bool {
+	controllertest.EventuallyTrue(t, "the failure counted and a re-check planned", func() bool {
 		return c.job("flaky").Status.Failed == 1 && clk.HasWaiters()
 	})
 	if n := len(c.pods("flaky")); n != 1 {
 		t.Fatalf("%d pods before the backoff has passed, want 1", n)
 	}
 	clk.Step(11 * time.Second)
-	eventually(t, "a replacement", func() bool { return len(c.running("flaky")) == 1 })
+	controllertest.EventuallyTrue(t, "a replacement", func() bool { return len(c.running("flaky")) == 1 })
 	c.finish(c.running("flaky")[0], corev1.PodFailed, 1, clk.Now())
-	eventually(t, "failed", func() bool { return condition(c.job("flaky"), batchv1.JobFailed) != "" })
+	controllertest.EventuallyTrue(t, "failed", func() bool { return condition(c.job("flaky"), batchv1.JobFailed) != "" })
 	got := c.job("flaky")
 	want := "True BackoffLimitExceeded Job has reached the specified backoff limit"
 	if condition(got, batchv1.JobFailureTarget) != want || condition(got, batchv1.JobFailed) != want {
@@ -184,8 +186,8 @@ func TestBackoffLimitExceeded(t *testing.T) {
 	if got.Status.Failed != 2 || got.Status.Active != 0 || got.Status.CompletionTime != nil || len(c.pods("flaky")) != 2 {
 		t.Fatalf("status %+v, %d pods", got.Status, len(c.pods("flaky")))
 	}
-	eventually(t, "the event", func() bool {
-		return countPrefix(c.events("flaky"), "Warning BackoffLimitExceeded Job has reached the specified backoff limit") == 1
+	controllertest.EventuallyTrue(t, "the event", func() bool {
+		return controllertest.CountPrefix(c.events("flaky"), "Warning BackoffLimitExceeded Job has reached the specified backoff limit") == 1
 	})
 }
 
@@ -196,17 +198,17 @@ func TestBackoffLimitCountsRestarts(t *testing.T) {
 	job.Spec.BackoffLimit = ptr.To[int32](2)
 	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	c.create(job)
-	eventually(t, "a pod", func() bool { return len(c.pods("restarts")) == 1 })
+	controllertest.EventuallyTrue(t, "a pod", func() bool { return len(c.pods("restarts")) == 1 })
 	c.setStatus(c.pods("restarts")[0].Name, func(st *corev1.PodStatus) {
 		st.Phase = corev1.PodRunning
 		st.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: "busybox", RestartCount: 2,
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
 	})
-	eventually(t, "failed", func() bool { return condition(c.job("restarts"), batchv1.JobFailed) != "" })
+	controllertest.EventuallyTrue(t, "failed", func() bool { return condition(c.job("restarts"), batchv1.JobFailed) != "" })
 	if got := condition(c.job("restarts"), batchv1.JobFailed); !strings.HasPrefix(got, "True BackoffLimitExceeded") {
 		t.Fatalf("Failed condition %q", got)
 	}
-	eventually(t, "the pod deleted", func() bool { return len(c.pods("restarts")) == 0 })
+	controllertest.EventuallyTrue(t, "the pod deleted", func() bool { return len(c.pods("restarts")) == 0 })
 }
 
 // Past activeDeadlineSeconds (on the injected clock) the running pods are
@@ -217,11 +219,11 @@ func TestActiveDeadline(t *testing.T) {
 	job := newJob("slow", ptr.To[int32](2), 2)
 	job.Spec.ActiveDeadlineSeconds = ptr.To[int64](30)
 	c.create(job)
-	eventually(t, "2 pods and a deadline check", func() bool {
+	controllertest.EventuallyTrue(t, "2 pods and a deadline check", func() bool {
 		return len(c.pods("slow")) == 2 && c.job("slow").Status.StartTime != nil && clk.HasWaiters()
 	})
 	clk.Step(31 * time.Second)
-	eventually(t, "failed", func() bool { return condition(c.job("slow"), batchv1.JobFailed) != "" })
+	controllertest.EventuallyTrue(t, "failed", func() bool { return condition(c.job("slow"), batchv1.JobFailed) != "" })
 	got := c.job("slow")
 	want := "True DeadlineExceeded Job was active longer than specified deadline"
 	if condition(got, batchv1.JobFailureTarget) != want || condition(got, batchv1.JobFailed) != want {
@@ -230,11 +232,11 @@ func TestActiveDeadline(t *testing.T) {
 	if got.Status.Failed != 2 || got.Status.Active != 0 || ptr.Deref(got.Status.Terminating, -1) != 0 {
 		t.Fatalf("status %+v", got.Status)
 	}
-	eventually(t, "pods gone", func() bool { return len(c.pods("slow")) == 0 })
-	eventually(t, "events", func() bool {
+	controllertest.EventuallyTrue(t, "pods gone", func() bool { return len(c.pods("slow")) == 0 })
+	controllertest.EventuallyTrue(t, "events", func() bool {
 		ev := c.events("slow")
-		return countPrefix(ev, "Normal SuccessfulDelete Deleted pod: slow-") == 2 &&
-			countPrefix(ev, "Warning DeadlineExceeded Job was active longer than specified deadline") == 1
+		return controllertest.CountPrefix(ev, "Normal SuccessfulDelete Deleted pod: slow-") == 2 &&
+			controllertest.CountPrefix(ev, "Warning DeadlineExceeded Job was active longer than specified deadline") == 1
 	})
 }
 
@@ -245,30 +247,30 @@ func TestSuspendAndResume(t *testing.T) {
 	job := newJob("later", ptr.To[int32](4), 2)
 	job.Spec.Suspend = ptr.To(true)
 	c.create(job)
-	eventually(t, "suspended", func() bool {
+	controllertest.EventuallyTrue(t, "suspended", func() bool {
 		return condition(c.job("later"), batchv1.JobSuspended) == "True JobSuspended Job suspended"
 	})
 	if got := c.job("later"); len(c.pods("later")) != 0 || got.Status.StartTime != nil {
 		t.Fatalf("suspended job started: %+v, %d pods", got.Status, len(c.pods("later")))
 	}
 	c.updateJob("later", func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(false) })
-	eventually(t, "resumed with 2 pods", func() bool {
+	controllertest.EventuallyTrue(t, "resumed with 2 pods", func() bool {
 		got := c.job("later")
 		return condition(got, batchv1.JobSuspended) == "False JobResumed Job resumed" && got.Status.StartTime != nil &&
 			got.Status.Active == 2 && len(c.pods("later")) == 2
 	})
 	c.updateJob("later", func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(true) })
-	eventually(t, "suspended again, pods gone", func() bool {
+	controllertest.EventuallyTrue(t, "suspended again, pods gone", func() bool {
 		got := c.job("later")
 		return condition(got, batchv1.JobSuspended) == "True JobSuspended Job suspended" && len(c.pods("later")) == 0 && got.Status.Active == 0
 	})
 	if st := c.job("later").Status; st.Failed != 0 || st.Succeeded != 0 {
 		t.Fatalf("suspension counted pods: %+v", st)
 	}
-	eventually(t, "events", func() bool {
+	controllertest.EventuallyTrue(t, "events", func() bool {
 		ev := c.events("later")
-		return countPrefix(ev, "Normal Suspended Job suspended") >= 1 && countPrefix(ev, "Normal Resumed Job resumed") == 1 &&
-			countPrefix(ev, "Normal SuccessfulDelete Deleted pod: later-") == 2
+		return controllertest.CountPrefix(ev, "Normal Suspended Job suspended") >= 1 && controllertest.CountPrefix(ev, "Normal Resumed Job resumed") == 1 &&
+			controllertest.CountPrefix(ev, "Normal SuccessfulDelete Deleted pod: later-") == 2
 	})
 }
 
@@ -277,14 +279,14 @@ func TestSuspendAndResume(t *testing.T) {
 func TestFinalizersRemovedWhenJobDeleted(t *testing.T) {
 	c := startCluster(t, clock.RealClock{})
 	c.create(newJob("gone", ptr.To[int32](3), 3))
-	eventually(t, "3 pods", func() bool { return len(c.pods("gone")) == 3 })
+	controllertest.EventuallyTrue(t, "3 pods", func() bool { return len(c.pods("gone")) == 3 })
 	c.finish(c.pods("gone")[0], corev1.PodFailed, 1, time.Now())
-	eventually(t, "one counted", func() bool { return c.job("gone").Status.Failed == 1 })
+	controllertest.EventuallyTrue(t, "one counted", func() bool { return c.job("gone").Status.Failed == 1 })
 	pods := c.pods("gone")
 	if err := c.client.BatchV1().Jobs("default").Delete(bg, "gone", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "no finalizers", func() bool {
+	controllertest.EventuallyTrue(t, "no finalizers", func() bool {
 		ps := c.pods("gone")
 		for _, p := range ps {
 			if hasJobFinalizer(p) {
@@ -305,15 +307,15 @@ func TestPodFailurePolicyFailJob(t *testing.T) {
 		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}},
 	}}}
 	c.create(job)
-	eventually(t, "2 pods", func() bool { return len(c.pods("policy")) == 2 })
+	controllertest.EventuallyTrue(t, "2 pods", func() bool { return len(c.pods("policy")) == 2 })
 	victim := c.pods("policy")[0]
 	c.finish(victim, corev1.PodFailed, 42, time.Now())
-	eventually(t, "failed", func() bool { return condition(c.job("policy"), batchv1.JobFailed) != "" })
+	controllertest.EventuallyTrue(t, "failed", func() bool { return condition(c.job("policy"), batchv1.JobFailed) != "" })
 	want := "True PodFailurePolicy Container main for pod default/" + victim.Name + " failed with exit code 42 matching FailJob rule at index 0"
 	if got := condition(c.job("policy"), batchv1.JobFailed); got != want {
 		t.Fatalf("Failed condition %q, want %q", got, want)
 	}
-	eventually(t, "the other pod deleted", func() bool { return len(c.running("policy")) == 0 })
+	controllertest.EventuallyTrue(t, "the other pod deleted", func() bool { return len(c.running("policy")) == 0 })
 }
 
 // An Ignore rule keeps a failure from counting towards backoffLimit.
@@ -327,7 +329,7 @@ func TestPodFailurePolicyIgnore(t *testing.T) {
 		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
 	}}}
 	c.create(job)
-	eventually(t, "a pod", func() bool { return len(c.pods("ignore")) == 1 })
+	controllertest.EventuallyTrue(t, "a pod", func() bool { return len(c.pods("ignore")) == 1 })
 	first := c.pods("ignore")[0]
 	c.setStatus(first.Name, func(st *corev1.PodStatus) {
 		st.Phase = corev1.PodFailed
@@ -336,7 +338,7 @@ func TestPodFailurePolicyIgnore(t *testing.T) {
 	// Ignored or not, a failure delays the replacement.
 	stepUntil(t, clk, "a replacement", func() bool { return len(c.running("ignore")) == 1 })
 	c.finish(c.running("ignore")[0], corev1.PodSucceeded, 0, clk.Now())
-	eventually(t, "complete", func() bool { return condition(c.job("ignore"), batchv1.JobComplete) != "" })
+	controllertest.EventuallyTrue(t, "complete", func() bool { return condition(c.job("ignore"), batchv1.JobComplete) != "" })
 	if st := c.job("ignore").Status; st.Failed != 0 || st.Succeeded != 1 {
 		t.Fatalf("status %+v", st)
 	}
@@ -353,12 +355,12 @@ func TestPodReplacementPolicy(t *testing.T) {
 			job.Spec.PodReplacementPolicy = ptr.To(policy)
 			job.Spec.Template.Spec.NodeName = "node-1" // deleted gracefully
 			c.create(job)
-			eventually(t, "a pod", func() bool { return len(c.pods("replace")) == 1 })
+			controllertest.EventuallyTrue(t, "a pod", func() bool { return len(c.pods("replace")) == 1 })
 			victim := c.pods("replace")[0]
 			if err := c.client.CoreV1().Pods("default").Delete(bg, victim.Name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "one terminating", func() bool { return ptr.Deref(c.job("replace").Status.Terminating, 0) == 1 })
+			controllertest.EventuallyTrue(t, "one terminating", func() bool { return ptr.Deref(c.job("replace").Status.Terminating, 0) == 1 })
 			if policy == batchv1.TerminatingOrFailed {
 				// The terminating pod counts as failed: its replacement
 				// waits for the failure backoff.
@@ -390,7 +392,7 @@ func TestBackoffLimitPerIndex(t *testing.T) {
 	job.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
 	job.Spec.BackoffLimitPerIndex = ptr.To[int32](1)
 	c.create(job)
-	eventually(t, "2 pods", func() bool { return len(c.pods("perindex")) == 2 })
+	controllertest.EventuallyTrue(t, "2 pods", func() bool { return len(c.pods("perindex")) == 2 })
 	for _, p := range c.pods("perindex") {
 		if p.Annotations[batchv1.JobIndexFailureCountAnnotation] != "0" {
 			t.Fatalf("pod %s: annotations %v", p.Name, p.Annotations)
@@ -407,7 +409,7 @@ func TestBackoffLimitPerIndex(t *testing.T) {
 		t.Fatalf("retry %s: annotations %v", retry.Name, retry.Annotations)
 	}
 	c.finish(retry, corev1.PodFailed, 1, clk.Now())
-	eventually(t, "failed", func() bool { return condition(c.job("perindex"), batchv1.JobFailed) != "" })
+	controllertest.EventuallyTrue(t, "failed", func() bool { return condition(c.job("perindex"), batchv1.JobFailed) != "" })
 	got := c.job("perindex")
 	if condition(got, batchv1.JobFailed) != "True FailedIndexes Job has failed indexes" ||
 		ptr.Deref(got.Status.FailedIndexes, "") != "0" || got.Status.CompletedIndexes != "1" ||
@@ -435,7 +437,7 @@ func TestAdoptsOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 	created := c.create(job)
-	eventually(t, "adopted, and one pod created", func() bool {
+	controllertest.EventuallyTrue(t, "adopted, and one pod created", func() bool {
 		ps := c.pods("adopt")
 		mine := 0
 		for _, p := range ps {
@@ -455,20 +457,20 @@ func TestSuccessPolicy(t *testing.T) {
 	job.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
 	job.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptr.To("0")}}}
 	c.create(job)
-	eventually(t, "3 pods", func() bool { return len(c.pods("leader")) == 3 })
+	controllertest.EventuallyTrue(t, "3 pods", func() bool { return len(c.pods("leader")) == 3 })
 	for _, p := range c.pods("leader") {
 		if p.Annotations[batchv1.JobCompletionIndexAnnotation] == "0" {
 			c.finish(p, corev1.PodSucceeded, 0, time.Now())
 		}
 	}
-	eventually(t, "complete", func() bool { return condition(c.job("leader"), batchv1.JobComplete) != "" })
+	controllertest.EventuallyTrue(t, "complete", func() bool { return condition(c.job("leader"), batchv1.JobComplete) != "" })
 	got := c.job("leader")
 	want := "True SuccessPolicy Matched rules at index 0"
 	if condition(got, batchv1.JobSuccessCriteriaMet) != want || condition(got, batchv1.JobComplete) != want ||
 		got.Status.CompletedIndexes != "0" || got.Status.Succeeded != 1 || got.Status.Active != 0 {
 		t.Fatalf("status %+v", got.Status)
 	}
-	eventually(t, "the other pods deleted", func() bool { return len(c.pods("leader")) == 1 })
+	controllertest.EventuallyTrue(t, "the other pods deleted", func() bool { return len(c.pods("leader")) == 1 })
 }
 
 // A FailIndex rule fails the index at once; past maxFailedIndexes the job
@@ -484,20 +486,20 @@ func TestMaxFailedIndexes(t *testing.T) {
 		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{3}},
 	}}}
 	c.create(job)
-	eventually(t, "3 pods", func() bool { return len(c.pods("indexes")) == 3 })
+	controllertest.EventuallyTrue(t, "3 pods", func() bool { return len(c.pods("indexes")) == 3 })
 	for _, p := range c.pods("indexes") {
 		if p.Annotations[batchv1.JobCompletionIndexAnnotation] == "1" {
 			c.finish(p, corev1.PodFailed, 3, time.Now())
 		}
 	}
-	eventually(t, "failed", func() bool { return condition(c.job("indexes"), batchv1.JobFailed) != "" })
+	controllertest.EventuallyTrue(t, "failed", func() bool { return condition(c.job("indexes"), batchv1.JobFailed) != "" })
 	got := c.job("indexes")
 	want := "True MaxFailedIndexesExceeded Job has exceeded the specified maximal number of failed indexes"
 	if condition(got, batchv1.JobFailed) != want || ptr.Deref(got.Status.FailedIndexes, "") != "1" || got.Status.Failed != 3 {
 		t.Fatalf("status %+v", got.Status)
 	}
 	// The failed pod stays (the pod garbage collector would remove it).
-	eventually(t, "the other pods deleted", func() bool { return len(c.pods("indexes")) == 1 })
+	controllertest.EventuallyTrue(t, "the other pods deleted", func() bool { return len(c.pods("indexes")) == 1 })
 }
 
 // As the conformance test does: a pod whose owner reference is removed is
@@ -506,7 +508,7 @@ func TestMaxFailedIndexes(t *testing.T) {
 func TestReadoptsAndReleases(t *testing.T) {
 	c := startCluster(t, clock.RealClock{})
 	job := c.create(newJob("claim", ptr.To[int32](4), 2))
-	eventually(t, "2 pods", func() bool { return len(c.pods("claim")) == 2 })
+	controllertest.EventuallyTrue(t, "2 pods", func() bool { return len(c.pods("claim")) == 2 })
 	name := c.pods("claim")[0].Name
 	update := func(change func(*corev1.Pod)) {
 		t.Helper()
@@ -531,12 +533,12 @@ func TestReadoptsAndReleases(t *testing.T) {
 		return pod
 	}
 	update(func(p *corev1.Pod) { p.OwnerReferences = nil })
-	eventually(t, "readopted", func() bool {
+	controllertest.EventuallyTrue(t, "readopted", func() bool {
 		p := get()
 		return metav1.IsControlledBy(p, job) && hasJobFinalizer(*p)
 	})
 	update(func(p *corev1.Pod) { p.Labels = nil })
-	eventually(t, "released and replaced", func() bool {
+	controllertest.EventuallyTrue(t, "released and replaced", func() bool {
 		p := get()
 		return metav1.GetControllerOf(p) == nil && !hasJobFinalizer(*p) && len(c.running("claim")) == 2
 	})

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+
+	"orch/internal/controller"
 )
 
 // Event reasons of pod changes, as upstream's pod control records them.
@@ -118,7 +120,7 @@ func (c *Controller) createPod(ctx context.Context, job *batchv1.Job, pod *corev
 		}
 		return err
 	}
-	c.log.Debug("created pod", "job", keyOf(job), "pod", created.Name)
+	c.log.Debug("created pod", "job", controller.Key(job), "pod", created.Name)
 	c.recorder.Eventf(job, corev1.EventTypeNormal, reasonSuccessfulCreate, "Created pod: %v", created.Name)
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,22 +57,6 @@ func run(t *testing.T, cctx controller.Context, c *Controller) {
 		}
 		cctx.Informers.Shutdown()
 	})
-}
-
-// eventually polls cond until it holds, failing the test at the deadline.
-func eventually(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		lastErr = err
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: still not true at the deadline (last error: %v)", what, lastErr)
 }
 
 // gone is a condition: get returns NotFound.

@@ -13,17 +13,6 @@ import (
 	"orch/internal/simnode"
 )
 
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestSilentNodeIsTaintedAndItsPodsEvicted is acceptance item 5 with the
 // grace period shortened to 2 s: a node whose heartbeats stop becomes
 // Unknown, gets the unreachable taints, and its pods are deleted once their
@@ -56,13 +45,13 @@ func TestSilentNodeIsTaintedAndItsPodsEvicted(t *testing.T) {
 	}
 	pod("short", ptr.To[int64](1))
 	pod("forever", nil)
-	poll(t, "pods running", func() bool {
+	controllertest.EventuallyTrue(t, "pods running", func() bool {
 		p, err := client.CoreV1().Pods("app").Get(ctx, "short", metav1.GetOptions{})
 		return err == nil && p.Status.Phase == corev1.PodRunning
 	})
 
 	sim.StopHeartbeat("n1")
-	poll(t, "n1 Ready=Unknown with the unreachable NoExecute taint", func() bool {
+	controllertest.EventuallyTrue(t, "n1 Ready=Unknown with the unreachable NoExecute taint", func() bool {
 		n, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -76,7 +65,7 @@ func TestSilentNodeIsTaintedAndItsPodsEvicted(t *testing.T) {
 		}
 		return unknown && tainted
 	})
-	poll(t, "the short-toleration pod to be evicted", func() bool {
+	controllertest.EventuallyTrue(t, "the short-toleration pod to be evicted", func() bool {
 		p, err := client.CoreV1().Pods("app").Get(ctx, "short", metav1.GetOptions{})
 		return err != nil || p.DeletionTimestamp != nil
 	})
@@ -88,7 +77,7 @@ func TestSilentNodeIsTaintedAndItsPodsEvicted(t *testing.T) {
 	}
 
 	sim.ResumeHeartbeat("n1")
-	poll(t, "n1's taints to go once it heartbeats again", func() bool {
+	controllertest.EventuallyTrue(t, "n1's taints to go once it heartbeats again", func() bool {
 		n, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
 		return err == nil && len(n.Spec.Taints) == 0
 	})

@@ -90,10 +90,7 @@ func (c *Controller) claimChanged(obj any) {
 // claimDeleted re-checks the volume the claim was bound to: it may have to
 // be released and reclaimed.
 func (c *Controller) claimDeleted(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	if claim, ok := obj.(*corev1.PersistentVolumeClaim); ok && claim.Spec.VolumeName != "" {
+	if claim, ok := controller.ObjectFrom[*corev1.PersistentVolumeClaim](obj); ok && claim.Spec.VolumeName != "" {
 		c.queue.Add(volumePrefix + claim.Spec.VolumeName)
 	}
 }
@@ -114,10 +111,7 @@ func (c *Controller) volumeChanged(obj any) {
 
 // volumeDeleted re-checks the claim bound to it (it is lost now).
 func (c *Controller) volumeDeleted(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	if pv, ok := obj.(*corev1.PersistentVolume); ok && pv.Spec.ClaimRef != nil {
+	if pv, ok := controller.ObjectFrom[*corev1.PersistentVolume](obj); ok && pv.Spec.ClaimRef != nil {
 		c.queue.Add(claimPrefix + pv.Spec.ClaimRef.Namespace + "/" + pv.Spec.ClaimRef.Name)
 	}
 }

@@ -3,7 +3,6 @@ package pvbinder_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -114,7 +113,7 @@ func TestBinding(t *testing.T) {
 			}
 		}
 		waitVolume(t, client, "pv-keep", func(pv *corev1.PersistentVolume) bool { return pv.Status.Phase == corev1.VolumeReleased })
-		poll(t, "pv-drop to be deleted", func() bool {
+		controllertest.EventuallyTrue(t, "pv-drop to be deleted", func() bool {
 			_, err := client.CoreV1().PersistentVolumes().Get(ctx, "pv-drop", metav1.GetOptions{})
 			return apierrors.IsNotFound(err)
 		})
@@ -149,7 +148,7 @@ func createClaim(t *testing.T, client kubernetes.Interface, name, size string, c
 func waitClaim(t *testing.T, client kubernetes.Interface, name string, ok func(*corev1.PersistentVolumeClaim) bool) *corev1.PersistentVolumeClaim {
 	t.Helper()
 	var claim *corev1.PersistentVolumeClaim
-	poll(t, "claim "+name, func() bool {
+	controllertest.EventuallyTrue(t, "claim "+name, func() bool {
 		var err error
 		claim, err = client.CoreV1().PersistentVolumeClaims("app").Get(t.Context(), name, metav1.GetOptions{})
 		return err == nil && ok(claim)
@@ -160,7 +159,7 @@ func waitClaim(t *testing.T, client kubernetes.Interface, name string, ok func(*
 func waitVolume(t *testing.T, client kubernetes.Interface, name string, ok func(*corev1.PersistentVolume) bool) *corev1.PersistentVolume {
 	t.Helper()
 	var pv *corev1.PersistentVolume
-	poll(t, "volume "+name, func() bool {
+	controllertest.EventuallyTrue(t, "volume "+name, func() bool {
 		var err error
 		pv, err = client.CoreV1().PersistentVolumes().Get(t.Context(), name, metav1.GetOptions{})
 		return err == nil && ok(pv)
@@ -170,7 +169,7 @@ func waitVolume(t *testing.T, client kubernetes.Interface, name string, ok func(
 
 func waitEvent(t *testing.T, client kubernetes.Interface, object, reason, message string) {
 	t.Helper()
-	poll(t, "event "+reason+" on "+object, func() bool {
+	controllertest.EventuallyTrue(t, "event "+reason+" on "+object, func() bool {
 		list, err := client.CoreV1().Events("app").List(context.Background(), metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", object).String()})
 		if err != nil {
 			return false
@@ -182,15 +181,4 @@ func waitEvent(t *testing.T, client kubernetes.Interface, object, reason, messag
 		}
 		return false
 	})
-}
-
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

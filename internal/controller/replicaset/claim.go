@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+
+	"orch/internal/controller"
 )
 
 // claimPods reconciles ownership of pods (the pods rs controls plus the
@@ -31,9 +33,9 @@ func (m *manager) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selector
 			case err != nil:
 				adoptErr = fmt.Errorf("can't recheck DeletionTimestamp: %w", err)
 			case fresh.UID != rs.UID:
-				adoptErr = fmt.Errorf("original %s %s is gone: got uid %s, wanted %s", m.kind.gvk.Kind, keyOf(rs), fresh.UID, rs.UID)
+				adoptErr = fmt.Errorf("original %s %s is gone: got uid %s, wanted %s", m.kind.gvk.Kind, controller.Key(rs), fresh.UID, rs.UID)
 			case fresh.DeletionTimestamp != nil:
-				adoptErr = fmt.Errorf("%s has just been deleted at %v", keyOf(rs), fresh.DeletionTimestamp)
+				adoptErr = fmt.Errorf("%s has just been deleted at %v", controller.Key(rs), fresh.DeletionTimestamp)
 			}
 		})
 		return adoptErr
@@ -60,7 +62,7 @@ func (m *manager) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selector
 			// An orphan we cannot or should not take.
 		default:
 			if err := canAdopt(); err != nil {
-				errs = append(errs, fmt.Errorf("can't adopt Pod %s (%s): %w", podKey(pod), pod.UID, err))
+				errs = append(errs, fmt.Errorf("can't adopt Pod %s (%s): %w", controller.Key(pod), pod.UID, err))
 				continue
 			}
 			err := m.patchPod(ctx, pod, func() ([]byte, error) { return adoptPatch(controllerRef(rs, m.kind.gvk), pod.UID) })
@@ -71,7 +73,7 @@ func (m *manager) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selector
 				errs = append(errs, err)
 				continue
 			}
-			m.log.Info("adopted pod", "owner", keyOf(rs), "pod", pod.Name)
+			m.log.Info("adopted pod", "owner", controller.Key(rs), "pod", pod.Name)
 			claimed = append(claimed, pod)
 		}
 	}
@@ -86,7 +88,7 @@ func (m *manager) releasePod(ctx context.Context, rs *appsv1.ReplicaSet, pod *co
 		return nil
 	}
 	if err == nil {
-		m.log.Info("released pod", "owner", keyOf(rs), "pod", pod.Name)
+		m.log.Info("released pod", "owner", controller.Key(rs), "pod", pod.Name)
 	}
 	return err
 }

@@ -50,7 +50,7 @@ type manager struct {
 	podIndexer cache.Indexer
 	ownerIndex cache.Indexer
 	queue      workqueue.TypedRateLimitingInterface[string]
-	exp        *expectations
+	exp        *controller.Expectations
 	delay      *controller.Delayer
 }
 
@@ -58,7 +58,7 @@ type manager struct {
 // the shared pod, ReplicaSet and ReplicationController informers; the
 // caller starts the informer factory.
 func New(ctx controller.Context) *Controller {
-	ctx = withDefaults(ctx)
+	ctx = ctx.WithDefaults()
 	log := ctx.Log.With("controller", name)
 	c := &Controller{log: log, done: make(chan struct{})}
 	pods := ctx.Informers.Core().V1().Pods()
@@ -85,7 +85,7 @@ func New(ctx controller.Context) *Controller {
 				workqueue.DefaultTypedControllerRateLimiter[string](),
 				workqueue.TypedRateLimitingQueueConfig[string]{Name: k.name},
 			),
-			exp: newExpectations(ctx.Clock),
+			exp: controller.NewExpectations(ctx.Clock),
 		}
 		m.delay = controller.NewDelayer(ctx.Clock, m.queue.Add, c.done)
 		m.addHandlers(podInformer)
@@ -157,37 +157,11 @@ func (m *manager) selecting(pod *corev1.Pod) []*appsv1.ReplicaSet {
 		}
 	}
 	if len(out) > 1 {
-		m.log.Info("more than one object selects the pod; only its controller manages it", "pod", podKey(pod), "count", len(out))
+		m.log.Info("more than one object selects the pod; only its controller manages it", "pod", controller.Key(pod), "count", len(out))
 	}
 	return out
 }
 
 func (m *manager) enqueue(rs *appsv1.ReplicaSet) {
-	m.queue.Add(keyOf(rs))
-}
-
-// withDefaults fills in what a caller may leave out: the real clock, the
-// default logger, a recorder that drops events.
-func withDefaults(ctx controller.Context) controller.Context {
-	if ctx.Clock == nil {
-		ctx.Clock = clock.RealClock{}
-	}
-	if ctx.Log == nil {
-		ctx.Log = slog.Default()
-	}
-	if ctx.Recorder == nil {
-		ctx.Recorder = func(string) record.EventRecorder { return &record.FakeRecorder{} }
-	}
-	return ctx
-}
-
-func keyOf(obj metav1.Object) string {
-	if obj.GetNamespace() == "" {
-		return obj.GetName()
-	}
-	return obj.GetNamespace() + "/" + obj.GetName()
-}
-
-func podKey(pod *corev1.Pod) string {
-	return pod.Namespace + "/" + pod.Name
+	m.queue.Add(controller.Key(rs))
 }

@@ -42,7 +42,7 @@ func (m *manager) ownerUpdated(oldObj, newObj interface{}) {
 	}
 	if old.UID != cur.UID {
 		// Deleted and recreated under the same name between two events.
-		m.ownerDeleted(cache.DeletedFinalStateUnknown{Key: keyOf(old), Obj: oldObj})
+		m.ownerDeleted(cache.DeletedFinalStateUnknown{Key: controller.Key(old), Obj: oldObj})
 	}
 	// Every update is synced, not only spec changes: a resync then retries
 	// owners whose last creates failed.
@@ -57,9 +57,9 @@ func (m *manager) ownerDeleted(obj interface{}) {
 	if !ok {
 		return
 	}
-	key := keyOf(rs)
+	key := controller.Key(rs)
 	// A new object with the same name starts with clean expectations.
-	m.exp.delete(key)
+	m.exp.Forget(key)
 	m.queue.Add(key)
 }
 
@@ -79,8 +79,8 @@ func (m *manager) podAdded(obj interface{}) {
 		if rs == nil {
 			return
 		}
-		key := keyOf(rs)
-		m.exp.creationObserved(key)
+		key := controller.Key(rs)
+		m.exp.CreationObserved(key)
 		m.queue.Add(key)
 		return
 	}
@@ -124,7 +124,7 @@ func (m *manager) podUpdated(oldObj, newObj interface{}) {
 		// A pod that just became ready becomes available minReadySeconds
 		// later; nothing else will tell us then.
 		if !controller.PodReady(old) && controller.PodReady(cur) && rs.Spec.MinReadySeconds > 0 {
-			m.delay.After(keyOf(rs), time.Duration(rs.Spec.MinReadySeconds)*time.Second)
+			m.delay.After(controller.Key(rs), time.Duration(rs.Spec.MinReadySeconds)*time.Second)
 		}
 		return
 	}
@@ -136,10 +136,7 @@ func (m *manager) podUpdated(oldObj, newObj interface{}) {
 }
 
 func (m *manager) podDeleted(obj interface{}) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controller.ObjectFrom[*corev1.Pod](obj)
 	if !ok {
 		return
 	}
@@ -151,7 +148,7 @@ func (m *manager) podDeleted(obj interface{}) {
 	if rs == nil {
 		return
 	}
-	key := keyOf(rs)
-	m.exp.deletionObserved(key, podKey(pod))
+	key := controller.Key(rs)
+	m.exp.DeletionObserved(key, controller.Key(pod))
 	m.queue.Add(key)
 }

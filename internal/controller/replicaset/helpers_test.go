@@ -11,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -56,17 +55,6 @@ func run(t *testing.T, client kubernetes.Interface, clk clock.WithTicker, record
 		factory.Shutdown()
 	})
 	return c
-}
-
-// eventually polls cond until it holds; the timeout only bounds a hung
-// test, it asserts nothing about speed.
-func eventually(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 60*time.Second, true,
-		func(context.Context) (bool, error) { return cond() })
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
 
 func newRS(name string, replicas int32, labels map[string]string) *appsv1.ReplicaSet {

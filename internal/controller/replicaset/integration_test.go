@@ -37,35 +37,19 @@ var bg = context.Background()
 // pods returns the pods of the default namespace with label app=app.
 func (c *cluster) pods(app string) []corev1.Pod {
 	c.t.Helper()
-	var list *corev1.PodList
-	c.retry(func() (err error) {
-		list, err = c.client.CoreV1().Pods("default").List(bg, metav1.ListOptions{LabelSelector: "app=" + app})
-		return err
-	})
-	return list.Items
-}
-
-// retry runs read a few times: the test apiserver's watch cache can time
-// out a list now and then ("watch cache of ... waiting for ...").
-func (c *cluster) retry(read func() error) {
-	c.t.Helper()
-	var err error
-	for i := 0; i < 5; i++ {
-		if err = read(); err == nil {
-			return
-		}
-		c.t.Logf("read failed, retrying: %v", err)
+	list, err := c.client.CoreV1().Pods("default").List(bg, metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		c.t.Fatal(err)
 	}
-	c.t.Fatal(err)
+	return list.Items
 }
 
 func (c *cluster) rs(name string) *appsv1.ReplicaSet {
 	c.t.Helper()
-	var rs *appsv1.ReplicaSet
-	c.retry(func() (err error) {
-		rs, err = c.client.AppsV1().ReplicaSets("default").Get(bg, name, metav1.GetOptions{})
-		return err
-	})
+	rs, err := c.client.AppsV1().ReplicaSets("default").Get(bg, name, metav1.GetOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	return rs
 }
 
@@ -81,28 +65,7 @@ func (c *cluster) kubeletReady(pod corev1.Pod, since time.Time) {
 // events returns "Type Reason Message" of the events about the object.
 func (c *cluster) events(kind, name string) []string {
 	c.t.Helper()
-	var list *corev1.EventList
-	c.retry(func() (err error) {
-		list, err = c.client.CoreV1().Events("default").List(bg, metav1.ListOptions{})
-		return err
-	})
-	var out []string
-	for _, e := range list.Items {
-		if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name {
-			out = append(out, e.Type+" "+e.Reason+" "+e.Message)
-		}
-	}
-	return out
-}
-
-func countPrefix(lines []string, prefix string) int {
-	n := 0
-	for _, l := range lines {
-		if strings.HasPrefix(l, prefix) {
-			n++
-		}
-	}
-	return n
+	return controllertest.Events(c.t, c.client, "default", kind, name)
 }
 
 func TestReplicaSetScalesAndReportsStatus(t *testing.T) {
@@ -111,7 +74,7 @@ func TestReplicaSetScalesAndReportsStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "3 pods and status.replicas 3", func() (bool, error) {
+	controllertest.Eventually(t, "3 pods and status.replicas 3", func() (bool, error) {
 		got := c.rs("web")
 		return len(c.pods("web")) == 3 && got.Status.Replicas == 3 && got.Status.ObservedGeneration == got.Generation, nil
 	})
@@ -127,7 +90,7 @@ func TestReplicaSetScalesAndReportsStatus(t *testing.T) {
 	pods := c.pods("web")
 	c.kubeletReady(pods[0], time.Now())
 	c.kubeletReady(pods[1], time.Now())
-	eventually(t, "2 ready and available", func() (bool, error) {
+	controllertest.Eventually(t, "2 ready and available", func() (bool, error) {
 		st := c.rs("web").Status
 		return st.ReadyReplicas == 2 && st.AvailableReplicas == 2 && st.FullyLabeledReplicas == 3, nil
 	})
@@ -139,7 +102,7 @@ func TestReplicaSetScalesAndReportsStatus(t *testing.T) {
 		metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "2 pods", func() (bool, error) {
+	controllertest.Eventually(t, "2 pods", func() (bool, error) {
 		got := c.rs("web")
 		return len(c.pods("web")) == 2 && got.Status.Replicas == 2 && got.Status.ObservedGeneration == got.Generation, nil
 	})
@@ -153,14 +116,14 @@ func TestReplicaSetScalesAndReportsStatus(t *testing.T) {
 	if err := c.client.CoreV1().Pods("default").Delete(bg, pods[0].Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a replacement", func() (bool, error) {
+	controllertest.Eventually(t, "a replacement", func() (bool, error) {
 		ps := c.pods("web")
 		return len(ps) == 2 && ps[0].Name != pods[0].Name && ps[1].Name != pods[0].Name, nil
 	})
-	eventually(t, "events", func() (bool, error) {
+	controllertest.Eventually(t, "events", func() (bool, error) {
 		ev := c.events("ReplicaSet", "web")
-		return countPrefix(ev, "Normal SuccessfulCreate Created pod: web-") == 4 &&
-			countPrefix(ev, "Normal SuccessfulDelete Deleted pod: "+pods[2].Name) == 1, nil
+		return controllertest.CountPrefix(ev, "Normal SuccessfulCreate Created pod: web-") == 4 &&
+			controllertest.CountPrefix(ev, "Normal SuccessfulDelete Deleted pod: "+pods[2].Name) == 1, nil
 	})
 }
 
@@ -172,7 +135,7 @@ func TestReplicaSetNeverOvershoots(t *testing.T) {
 		t.Fatal(err)
 	}
 	most := 0
-	eventually(t, "40 pods", func() (bool, error) {
+	controllertest.Eventually(t, "40 pods", func() (bool, error) {
 		n := len(c.pods("big"))
 		most = max(most, n)
 		return c.rs("big").Status.Replicas == 40, nil
@@ -199,7 +162,7 @@ func TestReplicaSetAdoptsAndReleases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the orphan adopted and one pod created", func() (bool, error) {
+	controllertest.Eventually(t, "the orphan adopted and one pod created", func() (bool, error) {
 		mine := 0
 		for _, p := range c.pods("web") {
 			if controlledBy(&p, rs) {
@@ -226,7 +189,7 @@ func TestReplicaSetAdoptsAndReleases(t *testing.T) {
 	if _, err := c.client.CoreV1().Pods("default").Update(bg, orphan, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "released and replaced", func() (bool, error) {
+	controllertest.Eventually(t, "released and replaced", func() (bool, error) {
 		p, err := c.client.CoreV1().Pods("default").Get(bg, "orphan", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -271,7 +234,7 @@ func TestReplicationController(t *testing.T) {
 		}
 		return got
 	}
-	eventually(t, "2 pods", func() (bool, error) {
+	controllertest.Eventually(t, "2 pods", func() (bool, error) {
 		return len(c.pods("old")) == 2 && get().Status.Replicas == 2, nil
 	})
 	for _, p := range c.pods("old") {
@@ -281,7 +244,7 @@ func TestReplicationController(t *testing.T) {
 		}
 		c.kubeletReady(p, time.Now())
 	}
-	eventually(t, "ready", func() (bool, error) {
+	controllertest.Eventually(t, "ready", func() (bool, error) {
 		st := get().Status
 		return st.ReadyReplicas == 2 && st.AvailableReplicas == 2 && st.FullyLabeledReplicas == 2 && st.ObservedGeneration == 1, nil
 	})
@@ -291,13 +254,13 @@ func TestReplicationController(t *testing.T) {
 	if _, err := c.client.CoreV1().ReplicationControllers("default").Update(bg, cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "scaled to 0", func() (bool, error) {
+	controllertest.Eventually(t, "scaled to 0", func() (bool, error) {
 		st := get().Status
 		return len(c.pods("old")) == 0 && st.Replicas == 0 && st.ObservedGeneration == 2, nil
 	})
-	eventually(t, "events", func() (bool, error) {
+	controllertest.Eventually(t, "events", func() (bool, error) {
 		ev := c.events("ReplicationController", "old")
-		return countPrefix(ev, "Normal SuccessfulCreate") == 2 && countPrefix(ev, "Normal SuccessfulDelete") == 2, nil
+		return controllertest.CountPrefix(ev, "Normal SuccessfulCreate") == 2 && controllertest.CountPrefix(ev, "Normal SuccessfulDelete") == 2, nil
 	})
 }
 
@@ -311,11 +274,11 @@ func TestMinReadySecondsFollowsTheClock(t *testing.T) {
 	if _, err := c.client.AppsV1().ReplicaSets("default").Create(bg, rs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "2 pods", func() (bool, error) { return len(c.pods("slow")) == 2, nil })
+	controllertest.Eventually(t, "2 pods", func() (bool, error) { return len(c.pods("slow")) == 2, nil })
 	for _, p := range c.pods("slow") {
 		c.kubeletReady(p, clk.Now())
 	}
-	eventually(t, "ready but not available", func() (bool, error) {
+	controllertest.Eventually(t, "ready but not available", func() (bool, error) {
 		st := c.rs("slow").Status
 		return st.ReadyReplicas == 2, nil
 	})
@@ -323,9 +286,9 @@ func TestMinReadySecondsFollowsTheClock(t *testing.T) {
 		t.Fatalf("available before minReadySeconds: %+v", st)
 	}
 	// The controller waits on the clock for the pods' 30 s.
-	eventually(t, "a pending re-check", func() (bool, error) { return clk.HasWaiters(), nil })
+	controllertest.Eventually(t, "a pending re-check", func() (bool, error) { return clk.HasWaiters(), nil })
 	clk.Step(31 * time.Second)
-	eventually(t, "available", func() (bool, error) { return c.rs("slow").Status.AvailableReplicas == 2, nil })
+	controllertest.Eventually(t, "available", func() (bool, error) { return c.rs("slow").Status.AvailableReplicas == 2, nil })
 }
 
 // Pods on a node are deleted gracefully: until the kubelet finishes them
@@ -338,12 +301,12 @@ func TestTerminatingReplicas(t *testing.T) {
 	if _, err := c.client.AppsV1().ReplicaSets("default").Create(bg, rs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "2 pods", func() (bool, error) { return c.rs("web").Status.Replicas == 2, nil })
+	controllertest.Eventually(t, "2 pods", func() (bool, error) { return c.rs("web").Status.Replicas == 2, nil })
 	victim := c.pods("web")[0]
 	if err := c.client.CoreV1().Pods("default").Delete(bg, victim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a replacement and one terminating", func() (bool, error) {
+	controllertest.Eventually(t, "a replacement and one terminating", func() (bool, error) {
 		st := c.rs("web").Status
 		return len(c.pods("web")) == 3 && st.Replicas == 2 && st.TerminatingReplicas != nil && *st.TerminatingReplicas == 1, nil
 	})
@@ -351,7 +314,7 @@ func TestTerminatingReplicas(t *testing.T) {
 	if err := c.client.CoreV1().Pods("default").Delete(bg, victim.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "none terminating", func() (bool, error) {
+	controllertest.Eventually(t, "none terminating", func() (bool, error) {
 		st := c.rs("web").Status
 		return len(c.pods("web")) == 2 && st.TerminatingReplicas != nil && *st.TerminatingReplicas == 0, nil
 	})

@@ -2,6 +2,7 @@ package replicaset
 
 import (
 	"context"
+	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -104,7 +105,7 @@ func rcToRS(rc *corev1.ReplicationController) *appsv1.ReplicaSet {
 		ObjectMeta: *rc.ObjectMeta.DeepCopy(),
 		Spec: appsv1.ReplicaSetSpec{
 			MinReadySeconds: rc.Spec.MinReadySeconds,
-			Selector:        &metav1.LabelSelector{MatchLabels: copyMap(rc.Spec.Selector)},
+			Selector:        &metav1.LabelSelector{MatchLabels: maps.Clone(rc.Spec.Selector)},
 		},
 		Status: appsv1.ReplicaSetStatus{
 			Replicas:             rc.Status.Replicas,
@@ -153,7 +154,7 @@ func rsToRC(rs *appsv1.ReplicaSet) *corev1.ReplicationController {
 		rc.Spec.Replicas = &n
 	}
 	if rs.Spec.Selector != nil {
-		rc.Spec.Selector = copyMap(rs.Spec.Selector.MatchLabels)
+		rc.Spec.Selector = maps.Clone(rs.Spec.Selector.MatchLabels)
 	}
 	for _, c := range rs.Status.Conditions {
 		rc.Status.Conditions = append(rc.Status.Conditions, corev1.ReplicationControllerCondition{
@@ -162,15 +163,4 @@ func rsToRC(rs *appsv1.ReplicaSet) *corev1.ReplicationController {
 		})
 	}
 	return rc
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"orch/internal/controller"
 )
 
 // Event reasons, as upstream's controllers record them.
@@ -45,8 +48,8 @@ func podFromTemplate(t *corev1.PodTemplateSpec, ownerName string, ref metav1.Own
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName:    prefix,
-			Labels:          copyMap(t.Labels),
-			Annotations:     copyMap(t.Annotations),
+			Labels:          maps.Clone(t.Labels),
+			Annotations:     maps.Clone(t.Annotations),
 			OwnerReferences: []metav1.OwnerReference{ref},
 		},
 		Spec: *t.Spec.DeepCopy(),
@@ -74,7 +77,7 @@ func (m *manager) createPod(ctx context.Context, rs *appsv1.ReplicaSet) error {
 		}
 		return err
 	}
-	m.log.Debug("created pod", "owner", keyOf(rs), "pod", created.Name)
+	m.log.Debug("created pod", "owner", controller.Key(rs), "pod", created.Name)
 	m.recorder.Eventf(m.kind.original(rs), corev1.EventTypeNormal, reasonSuccessfulCreate, "Created pod: %v", created.Name)
 	return nil
 }
@@ -82,7 +85,7 @@ func (m *manager) createPod(ctx context.Context, rs *appsv1.ReplicaSet) error {
 // deletePod deletes one of rs's pods and records the outcome as an event.
 // A pod already gone is returned as NotFound without an event.
 func (m *manager) deletePod(ctx context.Context, rs *appsv1.ReplicaSet, podName string) error {
-	m.log.Debug("deleting pod", "owner", keyOf(rs), "pod", podName)
+	m.log.Debug("deleting pod", "owner", controller.Key(rs), "pod", podName)
 	if err := m.client.CoreV1().Pods(rs.Namespace).Delete(ctx, podName, metav1.DeleteOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return err

@@ -171,31 +171,10 @@ func sidecarRestarts(pod *corev1.Pod) int32 {
 // readySince is when the pod's Ready condition last turned true (zero if
 // it is not ready).
 func readySince(pod *corev1.Pod) time.Time {
-	if c := readyCondition(pod); c != nil && c.Status == corev1.ConditionTrue {
+	if c := controller.ReadyCondition(pod); c != nil && c.Status == corev1.ConditionTrue {
 		return c.LastTransitionTime.Time
 	}
 	return time.Time{}
-}
-
-func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-// isPodAvailable: ready for at least minReadySeconds at now.
-func isPodAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	c := readyCondition(pod)
-	if c == nil || c.Status != corev1.ConditionTrue {
-		return false
-	}
-	if minReadySeconds == 0 {
-		return true
-	}
-	return !c.LastTransitionTime.IsZero() && !c.LastTransitionTime.Add(time.Duration(minReadySeconds)*time.Second).After(now)
 }
 
 // isPodActive: not finished and not being deleted.

@@ -25,7 +25,7 @@ func calculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, m
 		}
 		if controller.PodReady(p) {
 			ready++
-			if isPodAvailable(p, rs.Spec.MinReadySeconds, now) {
+			if controller.PodAvailable(p, rs.Spec.MinReadySeconds, now) {
 				available++
 			}
 		}
@@ -90,7 +90,7 @@ func (m *manager) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, statu
 	status.ObservedGeneration = rs.Generation
 	var lastErr error
 	for i := 0; ; i++ {
-		m.log.Debug("updating status", "owner", keyOf(rs),
+		m.log.Debug("updating status", "owner", controller.Key(rs),
 			"replicas", status.Replicas, "want", *rs.Spec.Replicas, "fullyLabeled", status.FullyLabeledReplicas,
 			"ready", status.ReadyReplicas, "available", status.AvailableReplicas, "observedGeneration", status.ObservedGeneration)
 		rs.Status = status

@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
+
+	"orch/internal/controller"
 )
 
 // slowStartInitialBatch is the size of the first batch of creates; each
@@ -27,10 +29,10 @@ func (m *manager) sync(ctx context.Context, key string) error {
 	}
 	rs, ok := m.get(key)
 	if !ok {
-		m.exp.delete(key)
+		m.exp.Forget(key)
 		return nil
 	}
-	canResize := m.exp.satisfied(key)
+	canResize := m.exp.Satisfied(key)
 	selector := selectorOf(rs)
 	all, err := m.podsOwnedOrOrphaned(rs)
 	if err != nil {
@@ -60,7 +62,7 @@ func (m *manager) sync(ctx context.Context, key string) error {
 	}
 	if updated.Spec.MinReadySeconds > 0 && updated.Status.ReadyReplicas != updated.Status.AvailableReplicas {
 		next := time.Duration(updated.Spec.MinReadySeconds) * time.Second
-		if d, ok := nextAvailabilityCheck(active, updated.Spec.MinReadySeconds, now, m.clock.Now()); ok {
+		if d, ok := controller.NextAvailabilityCheck(active, updated.Spec.MinReadySeconds, now, m.clock.Now()); ok {
 			next = d
 		}
 		m.delay.After(key, next)
@@ -71,12 +73,12 @@ func (m *manager) sync(ctx context.Context, key string) error {
 // manageReplicas creates or deletes pods so that active matches
 // spec.replicas, at most burstReplicas at a time.
 func (m *manager) manageReplicas(ctx context.Context, rs *appsv1.ReplicaSet, active []*corev1.Pod) error {
-	key := keyOf(rs)
+	key := controller.Key(rs)
 	diff := len(active) - int(*rs.Spec.Replicas)
 	switch {
 	case diff < 0:
 		n := min(-diff, burstReplicas)
-		m.exp.expectCreations(key, n)
+		m.exp.Expect(key, n, nil)
 		m.log.Debug("too few replicas", "owner", key, "need", *rs.Spec.Replicas, "creating", n)
 		done, err := slowStartBatch(n, slowStartInitialBatch, func() error {
 			err := m.createPod(ctx, rs)
@@ -87,7 +89,7 @@ func (m *manager) manageReplicas(ctx context.Context, rs *appsv1.ReplicaSet, act
 		})
 		// Creates never attempted will never be observed.
 		for i := done; i < n; i++ {
-			m.exp.creationObserved(key)
+			m.exp.CreationObserved(key)
 		}
 		return err
 	case diff > 0:
@@ -100,9 +102,9 @@ func (m *manager) manageReplicas(ctx context.Context, rs *appsv1.ReplicaSet, act
 		victims := podsToDelete(active, related, n, m.clock.Now())
 		keys := make([]string, len(victims))
 		for i, p := range victims {
-			keys[i] = podKey(p)
+			keys[i] = controller.Key(p)
 		}
-		m.exp.expectDeletions(key, keys)
+		m.exp.Expect(key, 0, keys)
 		errs := make(chan error, len(victims))
 		var wg sync.WaitGroup
 		for _, p := range victims {
@@ -111,7 +113,7 @@ func (m *manager) manageReplicas(ctx context.Context, rs *appsv1.ReplicaSet, act
 				defer wg.Done()
 				if err := m.deletePod(ctx, rs, p.Name); err != nil {
 					// This deletion will never be observed.
-					m.exp.deletionObserved(key, podKey(p))
+					m.exp.DeletionObserved(key, controller.Key(p))
 					if !apierrors.IsNotFound(err) {
 						errs <- err
 					}
@@ -153,27 +155,6 @@ func slowStartBatch(count, initial int, fn func() error) (int, error) {
 		remaining -= batch
 	}
 	return successes, nil
-}
-
-// nextAvailabilityCheck is how long after now the first pod that was
-// ready but not available when status was computed (at evaluated) becomes
-// available; 0 if that moment has already passed.
-func nextAvailabilityCheck(pods []*corev1.Pod, minReadySeconds int32, evaluated, now time.Time) (time.Duration, bool) {
-	var first time.Time
-	for _, p := range pods {
-		c := readyCondition(p)
-		if c == nil || c.Status != corev1.ConditionTrue || c.LastTransitionTime.IsZero() {
-			continue
-		}
-		at := c.LastTransitionTime.Add(time.Duration(minReadySeconds) * time.Second)
-		if at.After(evaluated) && (first.IsZero() || at.Before(first)) {
-			first = at
-		}
-	}
-	if first.IsZero() {
-		return 0, false
-	}
-	return max(first.Sub(now), 0), true
 }
 
 func filterPods(pods []*corev1.Pod, keep func(*corev1.Pod) bool) []*corev1.Pod {

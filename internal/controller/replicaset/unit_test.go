@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	testingclock "k8s.io/utils/clock/testing"
 )
 
 func TestSlowStartBatch(t *testing.T) {
@@ -48,38 +47,6 @@ func TestSlowStartBatch(t *testing.T) {
 				t.Fatalf("err = %v", err)
 			}
 		})
-	}
-}
-
-func TestExpectations(t *testing.T) {
-	clk := testingclock.NewFakeClock(time.Now())
-	e := newExpectations(clk)
-	if !e.satisfied("ns/a") {
-		t.Fatal("no expectations must be satisfied")
-	}
-	e.expectCreations("ns/a", 2)
-	e.creationObserved("ns/a")
-	if e.satisfied("ns/a") {
-		t.Fatal("one creation still pending")
-	}
-	e.creationObserved("ns/a")
-	if !e.satisfied("ns/a") {
-		t.Fatal("all creations seen")
-	}
-	e.expectDeletions("ns/a", []string{"ns/p1", "ns/p2"})
-	e.deletionObserved("ns/a", "ns/p1")
-	e.deletionObserved("ns/a", "ns/p1") // the same pod twice counts once
-	e.deletionObserved("ns/a", "ns/other")
-	if e.satisfied("ns/a") {
-		t.Fatal("p2's deletion still pending")
-	}
-	clk.Step(expectationsTimeout + time.Second)
-	if !e.satisfied("ns/a") {
-		t.Fatal("expired expectations must be satisfied")
-	}
-	e.delete("ns/a")
-	if adds, dels := e.pending("ns/a"); adds != 0 || dels != 0 {
-		t.Fatalf("pending after delete: %d %d", adds, dels)
 	}
 }
 

@@ -59,10 +59,7 @@ func New(ctx controller.Context) *Controller {
 
 // enqueue queues the namespace of any changed object that has quotas.
 func (c *Controller) enqueue(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	m, ok := obj.(metav1.Object)
+	m, ok := controller.ObjectFrom[metav1.Object](obj)
 	if !ok {
 		return
 	}

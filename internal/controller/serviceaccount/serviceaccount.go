@@ -84,10 +84,7 @@ func New(ctx controller.Context) *Controller {
 // serviceAccountDeleted queues the namespace of a deleted service account,
 // so a default one is created again.
 func (c *Controller) serviceAccountDeleted(obj any) {
-	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tombstone.Obj
-	}
-	sa, ok := obj.(*corev1.ServiceAccount)
+	sa, ok := controller.ObjectFrom[*corev1.ServiceAccount](obj)
 	if !ok {
 		c.log.Error("unexpected object in a service account delete event", "type", obj)
 		return

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +19,7 @@ import (
 
 	"orch/internal/apiserver/apitest"
 	"orch/internal/controller"
+	"orch/internal/controller/controllertest"
 )
 
 // start runs the controller on a fresh apiserver until the test ends,
@@ -60,22 +60,6 @@ func start(t *testing.T, setup func(kubernetes.Interface)) (kubernetes.Interface
 	return client, c
 }
 
-// eventually polls cond until it holds, failing the test at the deadline.
-func eventually(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		lastErr = err
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s: still not true at the deadline (last error: %v)", what, lastErr)
-}
-
 // TestDefaultServiceAccount: a default ServiceAccount appears in new and
 // existing namespaces, comes back when deleted, and is not created in a
 // namespace being deleted.
@@ -96,12 +80,12 @@ func TestDefaultServiceAccount(t *testing.T) {
 		}
 	}
 
-	eventually(t, "default service account in a namespace older than the controller", exists("existing"))
+	controllertest.Eventually(t, "default service account in a namespace older than the controller", exists("existing"))
 
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "default service account in a new namespace", exists("team"))
+	controllertest.Eventually(t, "default service account in a new namespace", exists("team"))
 	first, err := client.CoreV1().ServiceAccounts("team").Get(ctx, "default", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +94,7 @@ func TestDefaultServiceAccount(t *testing.T) {
 	if err := client.CoreV1().ServiceAccounts("team").Delete(ctx, "default", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "default service account recreated", func() (bool, error) {
+	controllertest.Eventually(t, "default service account recreated", func() (bool, error) {
 		sa, err := client.CoreV1().ServiceAccounts("team").Get(ctx, "default", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil
@@ -130,7 +114,7 @@ func TestDefaultServiceAccount(t *testing.T) {
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "later"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "default service account in a namespace created later", exists("later"))
+	controllertest.Eventually(t, "default service account in a namespace created later", exists("later"))
 	if ok, err := exists("team")(); ok || err != nil {
 		t.Errorf("default service account in a terminating namespace: %v, %v", ok, err)
 	}

@@ -53,7 +53,7 @@ type Controller struct {
 // the shared StatefulSet and pod informers (and asks for the claim and
 // ControllerRevision informers it reads); the caller starts the factory.
 func New(ctx controller.Context) *Controller {
-	ctx = withDefaults(ctx)
+	ctx = ctx.WithDefaults()
 	setInformer := ctx.Informers.Apps().V1().StatefulSets()
 	podInformer := ctx.Informers.Core().V1().Pods()
 	claimInformer := ctx.Informers.Core().V1().PersistentVolumeClaims()
@@ -83,11 +83,7 @@ func New(ctx controller.Context) *Controller {
 		setInformer.Informer().HasSynced, podInformer.Informer().HasSynced,
 		claimInformer.Informer().HasSynced, revInformer.Informer().HasSynced,
 	}
-	setInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueObject,
-		UpdateFunc: func(_, cur interface{}) { c.enqueueObject(cur) },
-		DeleteFunc: c.enqueueObject,
-	})
+	setInformer.Informer().AddEventHandler(controller.EnqueueHandlers(c.queue.Add))
 	podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.podAdded,
 		UpdateFunc: c.podUpdated,
@@ -105,29 +101,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	return controller.Run(ctx, c.queue, workers, c.synced, c.sync, c.log)
 }
 
-// withDefaults fills in what a caller may leave out.
-func withDefaults(ctx controller.Context) controller.Context {
-	if ctx.Clock == nil {
-		ctx.Clock = clock.RealClock{}
-	}
-	if ctx.Log == nil {
-		ctx.Log = slog.Default()
-	}
-	if ctx.Recorder == nil {
-		ctx.Recorder = func(string) record.EventRecorder { return &record.FakeRecorder{} }
-	}
-	return ctx
-}
-
-func (c *Controller) enqueueObject(obj interface{}) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		return
-	}
-	c.queue.Add(key)
-}
-
-func (c *Controller) enqueue(set *appsv1.StatefulSet) { c.queue.Add(keyOf(set)) }
+func (c *Controller) enqueue(set *appsv1.StatefulSet) { c.queue.Add(controller.Key(set)) }
 
 func (c *Controller) podAdded(obj interface{}) {
 	pod, ok := obj.(*corev1.Pod)
@@ -171,7 +145,7 @@ func (c *Controller) podUpdated(oldObj, newObj interface{}) {
 		// A pod that just became ready becomes available minReadySeconds
 		// later; nothing else will say so.
 		if !controller.PodReady(old) && controller.PodReady(cur) && set.Spec.MinReadySeconds > 0 {
-			c.delay.After(keyOf(set), time.Duration(set.Spec.MinReadySeconds)*time.Second)
+			c.delay.After(controller.Key(set), time.Duration(set.Spec.MinReadySeconds)*time.Second)
 		}
 		return
 	}
@@ -183,10 +157,7 @@ func (c *Controller) podUpdated(oldObj, newObj interface{}) {
 }
 
 func (c *Controller) podDeleted(obj interface{}) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := controller.ObjectFrom[*corev1.Pod](obj)
 	if !ok {
 		return
 	}
@@ -199,14 +170,7 @@ func (c *Controller) podDeleted(obj interface{}) {
 
 // resolve returns the set ref points to, if it still exists with that UID.
 func (c *Controller) resolve(namespace string, ref *metav1.OwnerReference) *appsv1.StatefulSet {
-	if ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	set, err := c.sets.StatefulSets(namespace).Get(ref.Name)
-	if err != nil || set.UID != ref.UID {
-		return nil
-	}
-	return set
+	return controller.ResolveControllerRef(ref, controllerKind.Kind, c.sets.StatefulSets(namespace).Get)
 }
 
 // selecting returns the sets whose selector matches the orphan pod.
@@ -226,8 +190,4 @@ func equalRefs(a, b *metav1.OwnerReference) bool {
 		return a == b
 	}
 	return a.UID == b.UID && a.Name == b.Name && a.Kind == b.Kind && a.APIVersion == b.APIVersion
-}
-
-func keyOf(obj metav1.Object) string {
-	return obj.GetNamespace() + "/" + obj.GetName()
 }

@@ -2,7 +2,6 @@ package statefulset
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -13,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
@@ -49,24 +47,6 @@ func startClusterWithClock(t *testing.T, withGC bool, clk clock.WithTicker) *clu
 	return &cluster{t: t, client: env.Context.Client}
 }
 
-// eventually polls cond every 50ms until it holds, failing the test after
-// a generous timeout (never a measure of speed).
-func eventually(t *testing.T, what string, cond func() (bool, error)) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(bg, 50*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		ok, err := cond()
-		if err != nil {
-			last = err
-			return false, nil
-		}
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("timed out waiting for %s (last error: %v)", what, last)
-	}
-}
-
 func newSet(name string, replicas int32) *appsv1.StatefulSet {
 	return &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -93,11 +73,10 @@ func (c *cluster) create(set *appsv1.StatefulSet) *appsv1.StatefulSet {
 
 func (c *cluster) set(name string) *appsv1.StatefulSet {
 	c.t.Helper()
-	var set *appsv1.StatefulSet
-	c.retry(func() (err error) {
-		set, err = c.client.AppsV1().StatefulSets(ns).Get(bg, name, metav1.GetOptions{})
-		return err
-	})
+	set, err := c.client.AppsV1().StatefulSets(ns).Get(bg, name, metav1.GetOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	return set
 }
 
@@ -117,27 +96,13 @@ func (c *cluster) change(name string, mutate func(*appsv1.StatefulSet)) {
 	}
 }
 
-// retry runs read a few times: the test apiserver's watch cache can time
-// out a list now and then.
-func (c *cluster) retry(read func() error) {
-	c.t.Helper()
-	var err error
-	for i := 0; i < 5; i++ {
-		if err = read(); err == nil {
-			return
-		}
-	}
-	c.t.Fatal(err)
-}
-
 // pods returns the pods with app=app by name.
 func (c *cluster) pods(app string) map[string]corev1.Pod {
 	c.t.Helper()
-	var list *corev1.PodList
-	c.retry(func() (err error) {
-		list, err = c.client.CoreV1().Pods(ns).List(bg, metav1.ListOptions{LabelSelector: "app=" + app})
-		return err
-	})
+	list, err := c.client.CoreV1().Pods(ns).List(bg, metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	out := map[string]corev1.Pod{}
 	for _, p := range list.Items {
 		out[p.Name] = p
@@ -217,39 +182,15 @@ func (c *cluster) kubelet(app string) {
 // events returns "Type Reason Message" of the events about set name.
 func (c *cluster) events(name string) []string {
 	c.t.Helper()
-	var list *corev1.EventList
-	c.retry(func() (err error) {
-		list, err = c.client.CoreV1().Events(ns).List(bg, metav1.ListOptions{})
-		return err
-	})
-	var out []string
-	for _, e := range list.Items {
-		if e.InvolvedObject.Kind == "StatefulSet" && e.InvolvedObject.Name == name {
-			if e.Source.Component != component {
-				c.t.Errorf("event %q recorded as %q, want %q", e.Message, e.Source.Component, component)
-			}
-			out = append(out, fmt.Sprintf("%s %s %s", e.Type, e.Reason, e.Message))
-		}
-	}
-	return out
-}
-
-func contains(lines []string, want string) bool {
-	for _, l := range lines {
-		if l == want {
-			return true
-		}
-	}
-	return false
+	return controllertest.Events(c.t, c.client, ns, "StatefulSet", name)
 }
 
 func (c *cluster) revisions(set *appsv1.StatefulSet) []appsv1.ControllerRevision {
 	c.t.Helper()
-	var list *appsv1.ControllerRevisionList
-	c.retry(func() (err error) {
-		list, err = c.client.AppsV1().ControllerRevisions(ns).List(bg, metav1.ListOptions{LabelSelector: "app=" + set.Name})
-		return err
-	})
+	list, err := c.client.AppsV1().ControllerRevisions(ns).List(bg, metav1.ListOptions{LabelSelector: "app=" + set.Name})
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	var out []appsv1.ControllerRevision
 	for _, r := range list.Items {
 		if ref := metav1.GetControllerOf(&r); ref != nil && ref.UID == set.UID {

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/util/retry"
+
+	"orch/internal/controller"
 )
 
 // recordPodEvent records the outcome of verb ("create", "update",
@@ -56,8 +58,8 @@ func (c *Controller) createPod(ctx context.Context, set *appsv1.StatefulSet, pod
 		return err
 	}
 	if err == nil {
-		c.writes.wrote(keyOf(set), set.UID, resPods, created.ResourceVersion)
-		c.log.Debug("created pod", "statefulset", keyOf(set), "pod", pod.Name)
+		c.writes.wrote(controller.Key(set), set.UID, resPods, created.ResourceVersion)
+		c.log.Debug("created pod", "statefulset", controller.Key(set), "pod", pod.Name)
 		if err := c.fixClaimOwners(ctx, set, created); err != nil {
 			c.recordPodEvent("update", set, pod, err)
 			return err
@@ -101,7 +103,7 @@ func (c *Controller) updatePod(ctx context.Context, set *appsv1.StatefulSet, pod
 		attempted = true
 		updated, err := c.client.CoreV1().Pods(pod.Namespace).Update(ctx, pod, metav1.UpdateOptions{})
 		if err == nil {
-			c.writes.wrote(keyOf(set), set.UID, resPods, updated.ResourceVersion)
+			c.writes.wrote(controller.Key(set), set.UID, resPods, updated.ResourceVersion)
 			return nil
 		}
 		if fresh, getErr := c.pods.Pods(pod.Namespace).Get(pod.Name); getErr == nil {
@@ -124,7 +126,7 @@ func (c *Controller) deletePod(ctx context.Context, set *appsv1.StatefulSet, pod
 		c.recordPodEvent("delete", set, pod, err)
 		return err
 	}
-	c.log.Debug("deleted pod", "statefulset", keyOf(set), "pod", pod.Name)
+	c.log.Debug("deleted pod", "statefulset", controller.Key(set), "pod", pod.Name)
 	c.recordPodEvent("delete", set, pod, nil)
 	return nil
 }
@@ -141,7 +143,7 @@ func (c *Controller) createClaims(ctx context.Context, set *appsv1.StatefulSet, 
 		case apierrors.IsNotFound(err):
 			created, err := c.client.CoreV1().PersistentVolumeClaims(claim.Namespace).Create(ctx, &claim, metav1.CreateOptions{})
 			if err == nil {
-				c.writes.wrote(keyOf(set), set.UID, resClaims, created.ResourceVersion)
+				c.writes.wrote(controller.Key(set), set.UID, resClaims, created.ResourceVersion)
 			} else {
 				errs = append(errs, fmt.Errorf("failed to create PVC %s: %w", claim.Name, err))
 			}
@@ -200,7 +202,7 @@ func (c *Controller) fixClaimOwners(ctx context.Context, set *appsv1.StatefulSet
 		if err != nil {
 			return fmt.Errorf("could not update the ownerReferences of claim %s for the retention policy: %w", claim.Name, err)
 		}
-		c.writes.wrote(keyOf(set), set.UID, resClaims, updated.ResourceVersion)
+		c.writes.wrote(controller.Key(set), set.UID, resClaims, updated.ResourceVersion)
 	}
 	return nil
 }

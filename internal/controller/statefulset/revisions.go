@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"orch/internal/controller"
 	"orch/internal/controller/history"
 )
 
@@ -34,7 +35,7 @@ func revisionData(set *appsv1.StatefulSet) ([]byte, error) {
 func newRevision(set *appsv1.StatefulSet, revision int64, collisionCount *int32) (*appsv1.ControllerRevision, error) {
 	data, err := revisionData(set)
 	if err != nil {
-		return nil, fmt.Errorf("encode the pod template of StatefulSet %s: %w", keyOf(set), err)
+		return nil, fmt.Errorf("encode the pod template of StatefulSet %s: %w", controller.Key(set), err)
 	}
 	rev, err := history.New(set, controllerKind, set.Spec.Template.Labels, runtime.RawExtension{Raw: data}, revision, collisionCount)
 	if err != nil {

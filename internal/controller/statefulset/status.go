@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+
+	"orch/internal/controller"
 )
 
 // countPods sets the replica counts of r.status from the replicas and the
@@ -34,7 +36,7 @@ func countPod(s *appsv1.StatefulSetStatus, pod *corev1.Pod, minReadySeconds int3
 	s.Replicas++
 	if isRunningAndReady(pod) {
 		s.ReadyReplicas++
-		if isAvailable(pod, minReadySeconds, now) {
+		if controller.PodAvailable(pod, minReadySeconds, now) {
 			s.AvailableReplicas++
 		}
 	}
@@ -86,8 +88,8 @@ func (c *Controller) writeStatus(ctx context.Context, set *appsv1.StatefulSet, s
 		set.Status = *s
 		updated, err := c.client.AppsV1().StatefulSets(set.Namespace).UpdateStatus(ctx, set, metav1.UpdateOptions{})
 		if err == nil {
-			c.writes.wrote(keyOf(set), set.UID, resStatefulSets, updated.ResourceVersion)
-			c.log.Debug("updated status", "statefulset", keyOf(set), "replicas", s.Replicas, "ready", s.ReadyReplicas,
+			c.writes.wrote(controller.Key(set), set.UID, resStatefulSets, updated.ResourceVersion)
+			c.log.Debug("updated status", "statefulset", controller.Key(set), "replicas", s.Replicas, "ready", s.ReadyReplicas,
 				"current", s.CurrentReplicas, "updated", s.UpdatedReplicas, "currentRevision", s.CurrentRevision, "updateRevision", s.UpdateRevision)
 			return nil
 		}
@@ -108,24 +110,4 @@ func equalInt32Ptr(a, b *int32) bool {
 		return a == b
 	}
 	return *a == *b
-}
-
-// nextAvailabilityCheck is when the first pod that is ready but not yet
-// available becomes available, from now; false when there is none.
-func nextAvailabilityCheck(pods []*corev1.Pod, minReadySeconds int32, evaluated, now time.Time) (time.Duration, bool) {
-	var first time.Time
-	for _, p := range pods {
-		c := readyCondition(p)
-		if c == nil || c.Status != corev1.ConditionTrue || c.LastTransitionTime.IsZero() {
-			continue
-		}
-		at := c.LastTransitionTime.Add(time.Duration(minReadySeconds) * time.Second)
-		if at.After(evaluated) && (first.IsZero() || at.Before(first)) {
-			first = at
-		}
-	}
-	if first.IsZero() {
-		return 0, false
-	}
-	return max(first.Sub(now), 0), true
 }

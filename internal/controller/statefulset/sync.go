@@ -16,6 +16,7 @@ import (
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/cache"
 
+	"orch/internal/controller"
 	"orch/internal/controller/history"
 )
 
@@ -79,10 +80,10 @@ func (c *Controller) syncSet(ctx context.Context, set *appsv1.StatefulSet, pods 
 	}
 	if set.Spec.MinReadySeconds > 0 && status.ReadyReplicas != status.AvailableReplicas {
 		next := time.Duration(set.Spec.MinReadySeconds) * time.Second
-		if d, ok := nextAvailabilityCheck(pods, set.Spec.MinReadySeconds, now, c.clock.Now()); ok {
+		if d, ok := controller.NextAvailabilityCheck(pods, set.Spec.MinReadySeconds, now, c.clock.Now()); ok {
 			next = d
 		}
-		c.delay.After(keyOf(set), next)
+		c.delay.After(controller.Key(set), next)
 	}
 	return nil
 }
@@ -147,9 +148,9 @@ func (c *Controller) recheckNotDeleted(ctx context.Context, set *appsv1.Stateful
 	case err != nil:
 		return fmt.Errorf("can't recheck DeletionTimestamp: %w", err)
 	case fresh.UID != set.UID:
-		return fmt.Errorf("original StatefulSet %s is gone: got uid %s, wanted %s", keyOf(set), fresh.UID, set.UID)
+		return fmt.Errorf("original StatefulSet %s is gone: got uid %s, wanted %s", controller.Key(set), fresh.UID, set.UID)
 	case fresh.DeletionTimestamp != nil:
-		return fmt.Errorf("%s has just been deleted at %v", keyOf(set), fresh.DeletionTimestamp)
+		return fmt.Errorf("%s has just been deleted at %v", controller.Key(set), fresh.DeletionTimestamp)
 	}
 	return nil
 }
@@ -171,8 +172,8 @@ func (c *Controller) adoptPod(ctx context.Context, set *appsv1.StatefulSet, pod 
 	if err != nil {
 		return nil, fmt.Errorf("can't adopt Pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	c.writes.wrote(keyOf(set), set.UID, resPods, adopted.ResourceVersion)
-	c.log.Info("adopted pod", "statefulset", keyOf(set), "pod", pod.Name)
+	c.writes.wrote(controller.Key(set), set.UID, resPods, adopted.ResourceVersion)
+	c.log.Info("adopted pod", "statefulset", controller.Key(set), "pod", pod.Name)
 	return adopted, nil
 }
 
@@ -195,7 +196,7 @@ func (c *Controller) releasePod(ctx context.Context, set *appsv1.StatefulSet, po
 	if err != nil {
 		return fmt.Errorf("can't release Pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	c.writes.wrote(keyOf(set), set.UID, resPods, released.ResourceVersion)
-	c.log.Info("released pod", "statefulset", keyOf(set), "pod", pod.Name)
+	c.writes.wrote(controller.Key(set), set.UID, resPods, released.ResourceVersion)
+	c.log.Info("released pod", "statefulset", controller.Key(set), "pod", pod.Name)
 	return nil
 }

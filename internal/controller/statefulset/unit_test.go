@@ -3,7 +3,6 @@ package statefulset
 import (
 	"encoding/json"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -187,32 +186,6 @@ func TestCompleteUpdate(t *testing.T) {
 	completeUpdate(set, s)
 	if s.CurrentRevision != "b" || s.CurrentReplicas != 2 {
 		t.Fatalf("finished update not completed: %+v", s)
-	}
-}
-
-func TestIsAvailable(t *testing.T) {
-	now := time.Unix(1000, 0)
-	pod := func(ready bool, since time.Duration) *corev1.Pod {
-		st := corev1.ConditionFalse
-		if ready {
-			st = corev1.ConditionTrue
-		}
-		return &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
-			{Type: corev1.PodReady, Status: st, LastTransitionTime: metav1.NewTime(now.Add(-since))},
-		}}}
-	}
-	tests := []struct {
-		pod      *corev1.Pod
-		minReady int32
-		want     bool
-	}{
-		{pod(true, 0), 0, true}, {pod(false, time.Hour), 0, false},
-		{pod(true, 5*time.Second), 10, false}, {pod(true, 10*time.Second), 10, true},
-	}
-	for i, tt := range tests {
-		if got := isAvailable(tt.pod, tt.minReady, now); got != tt.want {
-			t.Errorf("case %d: isAvailable = %v", i, got)
-		}
 	}
 }
 

@@ -183,7 +183,7 @@ func (c *Controller) processReplica(ctx context.Context, r *round, i int) (bool,
 			return true, err
 		}
 	}
-	if r.monotonic && (isTerminating(pod) || !isRunningAndReady(pod) || !isAvailable(pod, r.set.Spec.MinReadySeconds, r.now)) {
+	if r.monotonic && (isTerminating(pod) || !isRunningAndReady(pod) || !controller.PodAvailable(pod, r.set.Spec.MinReadySeconds, r.now)) {
 		return true, nil
 	}
 	if !isCreated(pod) {
@@ -227,10 +227,10 @@ func (c *Controller) processCondemned(ctx context.Context, r *round, firstUnavai
 		return r.monotonic, nil
 	}
 	if r.monotonic && pod != firstUnavailable &&
-		(!isRunningAndReady(pod) || !isAvailable(pod, r.set.Spec.MinReadySeconds, r.now)) {
+		(!isRunningAndReady(pod) || !controller.PodAvailable(pod, r.set.Spec.MinReadySeconds, r.now)) {
 		return true, nil
 	}
-	c.log.Debug("deleting pod for scale down", "statefulset", keyOf(r.set), "pod", pod.Name)
+	c.log.Debug("deleting pod for scale down", "statefulset", controller.Key(r.set), "pod", pod.Name)
 	return true, c.deletePod(ctx, r.set, pod)
 }
 
@@ -270,7 +270,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, r *round) error {
 		// Old pods that are unavailable anyway go first, so the budget is
 		// not spent on good pods while broken ones stay old.
 		for t := len(r.replicas) - 1; t >= partition; t-- {
-			if p := r.replicas[t]; old(p) && !isAvailable(p, minReady, r.now) {
+			if p := r.replicas[t]; old(p) && !controller.PodAvailable(p, minReady, r.now) {
 				if err := c.deleteForUpdate(ctx, r, p); err != nil {
 					return err
 				}
@@ -292,7 +292,7 @@ func (c *Controller) rollingUpdate(ctx context.Context, r *round) error {
 }
 
 func (c *Controller) deleteForUpdate(ctx context.Context, r *round, pod *corev1.Pod) error {
-	c.log.Debug("deleting pod for update", "statefulset", keyOf(r.set), "pod", pod.Name, "revision", r.update.Name)
+	c.log.Debug("deleting pod for update", "statefulset", controller.Key(r.set), "pod", pod.Name, "revision", r.update.Name)
 	if err := c.deletePod(ctx, r.set, pod); err != nil {
 		return err
 	}
@@ -368,28 +368,6 @@ func isRunningAndReady(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodRunning && controller.PodReady(pod)
 }
 
-// isAvailable: ready for at least minReadySeconds at now.
-func isAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	if !controller.PodReady(pod) {
-		return false
-	}
-	if minReadySeconds == 0 {
-		return true
-	}
-	c := readyCondition(pod)
-	return c != nil && !c.LastTransitionTime.IsZero() &&
-		!c.LastTransitionTime.Add(time.Duration(minReadySeconds)*time.Second).After(now)
-}
-
 func isUnavailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	return !isAvailable(pod, minReadySeconds, now) || isTerminating(pod)
-}
-
-func readyCondition(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		if pod.Status.Conditions[i].Type == corev1.PodReady {
-			return &pod.Status.Conditions[i]
-		}
-	}
-	return nil
+	return !controller.PodAvailable(pod, minReadySeconds, now) || isTerminating(pod)
 }

@@ -1,0 +1,93 @@
+// Package kubectltest runs the real kubectl (as `orch kubectl` does) in
+// process against a test apiserver. It is apart from controllertest so that
+// only the tests that use kubectl link it.
+package kubectltest
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	kubectlcmd "k8s.io/kubectl/pkg/cmd"
+	cmdutil "k8s.io/kubectl/pkg/cmd/util"
+)
+
+// exit is what kubectl's fatal handler panics with, to be recovered as an
+// error instead of ending the test binary.
+type exit struct {
+	msg  string
+	code int
+}
+
+// Run runs kubectl with args against the apiserver at config.Host (in the
+// namespace "default") and returns what it printed; it logs the output.
+func Run(t testing.TB, config *rest.Config, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := kubectlcmd.NewKubectlCommand(kubectlcmd.KubectlOptions{
+		Arguments:   append([]string{"kubectl"}, args...),
+		ConfigFlags: configFlags(t, config),
+		IOStreams:   genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out},
+	})
+	cmd.SetArgs(args)
+	err := execute(cmd.Execute)
+	t.Logf("kubectl %s\n%s", strings.Join(args, " "), out.String())
+	return out.String(), err
+}
+
+// MustContain runs kubectl with args and fails the test unless it succeeds
+// and prints want; it returns what kubectl printed.
+func MustContain(t testing.TB, config *rest.Config, want string, args ...string) string {
+	t.Helper()
+	out, err := Run(t, config, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	if !strings.Contains(out, want) {
+		t.Fatalf("kubectl %s printed %q, want it to contain %q", strings.Join(args, " "), out, want)
+	}
+	return out
+}
+
+// configFlags writes a kubeconfig for config into a temporary directory and
+// returns kubectl's flags pointing at it.
+func configFlags(t testing.TB, config *rest.Config) *genericclioptions.ConfigFlags {
+	t.Helper()
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["orch"] = &clientcmdapi.Cluster{Server: config.Host}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{}
+	cfg.Contexts["orch"] = &clientcmdapi.Context{Cluster: "orch", AuthInfo: "admin", Namespace: "default"}
+	cfg.CurrentContext = "orch"
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	cacheDir := filepath.Join(dir, "cache")
+	flags := genericclioptions.NewConfigFlags(true)
+	flags.KubeConfig, flags.CacheDir = &kubeconfig, &cacheDir
+	return flags
+}
+
+// execute runs run with kubectl's fatal handler turned into an error.
+func execute(run func() error) (err error) {
+	cmdutil.BehaviorOnFatal(func(msg string, code int) { panic(exit{msg, code}) })
+	defer cmdutil.DefaultBehaviorOnFatal()
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(exit)
+			if !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("exit %d: %s", f.code, f.msg)
+		}
+	}()
+	return run()
+}
