@@ -1,0 +1,386 @@
+package containerd
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"orch/internal/kubelet/cri"
+	"orch/internal/kubelet/images"
+)
+
+// requireRuntime fails (never skips) when this test cannot run the real
+// runtime, and says how to fix it.
+func requireRuntime(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("this test runs containerd and runc and must run as root (make test does; scripts/test-deps.sh installs what it needs)")
+	}
+	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "runc"} {
+		requireBinary(t, bin)
+	}
+	if _, err := os.Stat("/bin/busybox"); err != nil {
+		t.Fatal("/bin/busybox is missing: run scripts/test-deps.sh as root (it installs busybox-static)")
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// startContainerd runs a supervised containerd in dir until the test ends,
+// and then checks that it and everything it started are gone.
+func startContainerd(t *testing.T, dir string, log *slog.Logger) (*Supervisor, Config) {
+	t.Helper()
+	cfg := NewConfig(dir).WithState(filepath.Join(dir, "run"))
+	sup := NewSupervisor(cfg, log)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sup.Start(ctx) }()
+	t.Cleanup(func() {
+		pid := sup.Pid()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start returned %v after its context ended", err)
+		}
+		if pid != 0 && syscall.Kill(pid, 0) == nil {
+			t.Errorf("containerd (pid %d) still runs after Start returned", pid)
+		}
+		if t.Failed() {
+			t.Logf("containerd log:\n%s", tail(cfg.LogPath, 40))
+		}
+		cleanUp(t, dir, cfg.Address)
+	})
+	select {
+	case <-sup.Ready():
+	case err := <-done:
+		t.Fatalf("supervisor ended: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("containerd not ready after 60 s; log:\n%s", tail(cfg.LogPath, 40))
+	}
+	return sup, cfg
+}
+
+// cleanUp kills the shims of the containerd at address (processes this
+// test started) and unmounts what is left under dir.
+func cleanUp(t *testing.T, dir, address string) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		cmdline, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(cmdline), address) {
+			continue
+		}
+		var pid int
+		fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid)
+		t.Errorf("process %d still runs after the test: %q", pid, strings.ReplaceAll(string(cmdline), "\x00", " "))
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	var mounts []string
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if fields := strings.Fields(s.Text()); len(fields) > 4 && strings.HasPrefix(fields[4], dir) {
+			mounts = append(mounts, fields[4])
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(mounts)))
+	for _, m := range mounts {
+		t.Logf("unmounting %s", m)
+		syscall.Unmount(m, syscall.MNT_DETACH)
+	}
+}
+
+// TestRuntimeEndToEnd runs a busybox container through the whole stack:
+// the supervised containerd, the image importer and the CRI client.
+func TestRuntimeEndToEnd(t *testing.T) {
+	requireRuntime(t)
+	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	dir := t.TempDir()
+	sup, cfg := startContainerd(t, dir, log)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	// Images: the built-in pause image, and busybox dropped into the
+	// air-gap directory as a zstd-compressed archive.
+	if err := os.MkdirAll(cfg.ImagesDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	busybox := filepath.Join(cfg.ImagesDir, "busybox.tar.zst")
+	writeZstdBusybox(t, busybox)
+	store, err := NewStore(cfg.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	im := NewImporter(store, cfg.ImagesDir, cfg.ImportState, Builtins(runtime.GOARCH), log)
+	im.Settle = 0
+	imported, err := im.Sync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{busybox, "builtin:" + images.PauseRef}; !sameSet(imported, want) {
+		t.Fatalf("imported %q, want %q", imported, want)
+	}
+
+	rt, err := cri.Connect(ctx, sup.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	t.Logf("runtime %s %s, CRI %s", rt.RuntimeVersion().RuntimeName, rt.RuntimeVersion().RuntimeVersion, rt.RuntimeVersion().RuntimeApiVersion)
+	for _, ref := range []string{images.PauseRef, images.BusyboxRef} {
+		st, err := rt.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: ref}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Image == nil {
+			t.Fatalf("CRI does not see the imported image %s", ref)
+		}
+		// containerd 1.7+ reports the pinned label as Pinned; 1.6 never pins.
+		t.Logf("image %s: id %s, pinned %v", ref, st.Image.Id, st.Image.Pinned)
+	}
+
+	hostNetwork := &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE}
+	sbConfig := &runtimeapi.PodSandboxConfig{
+		Metadata: &runtimeapi.PodSandboxMetadata{Name: "box", Namespace: "default", Uid: "uid-box"},
+		// No Hostname: a sandbox on the node's network shares its UTS namespace.
+		LogDirectory: filepath.Join(dir, "pods", "box"),
+		Linux: &runtimeapi.LinuxPodSandboxConfig{
+			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: hostNetwork},
+		},
+	}
+	if err := os.MkdirAll(sbConfig.LogDirectory, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := rt.RunPodSandbox(ctx, sbConfig, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cConfig := &runtimeapi.ContainerConfig{
+		Metadata: &runtimeapi.ContainerMetadata{Name: "main"},
+		Image:    &runtimeapi.ImageSpec{Image: images.BusyboxRef},
+		Command:  []string{"sh", "-c", "echo hello; sleep 3600"},
+		LogPath:  "main/0.log",
+		Linux: &runtimeapi.LinuxContainerConfig{
+			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: hostNetwork},
+		},
+	}
+	id, err := rt.CreateContainer(ctx, sb, cConfig, sbConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.StartContainer(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	wantRunning := func(when string) {
+		t.Helper()
+		st, err := rt.ContainerStatus(ctx, id, false)
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		if st.Status.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			t.Fatalf("%s: container state %s (exit %d, %s), want RUNNING", when, st.Status.State, st.Status.ExitCode, st.Status.Reason)
+		}
+	}
+	wantRunning("after start")
+
+	hostname, _ := os.Hostname()
+	stdout, stderr, code, err := rt.ExecSync(ctx, id, []string{"cat", "/etc/hostname"}, 10*time.Second)
+	if err != nil || code != 0 || string(stdout) != hostname+"\n" {
+		t.Errorf("exec cat /etc/hostname: %q, %q, exit %d, %v", stdout, stderr, code, err)
+	}
+	stdout, _, code, err = rt.ExecSync(ctx, id, []string{"sh", "-c", "echo out; exit 3"}, 10*time.Second)
+	if err != nil || code != 3 || string(stdout) != "out\n" {
+		t.Errorf("exec exit 3: %q, exit %d, %v", stdout, code, err)
+	}
+
+	logPath := filepath.Join(sbConfig.LogDirectory, cConfig.LogPath)
+	if !eventually(10*time.Second, func() bool {
+		data, _ := os.ReadFile(logPath)
+		return strings.Contains(string(data), " stdout F hello\n")
+	}) {
+		data, err := os.ReadFile(logPath)
+		t.Errorf("container log %s: %q, %v; want a CRI log line with hello", logPath, data, err)
+	}
+
+	// containerd dies: the supervisor starts it again, and the container,
+	// whose shim is its own process, runs on.
+	old := sup.Pid()
+	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(60*time.Second, func() bool { return sup.Restarts() == 1 && sup.Pid() != 0 && sup.Pid() != old }) {
+		t.Fatalf("containerd not restarted: restarts %d, pid %d (was %d)", sup.Restarts(), sup.Pid(), old)
+	}
+	select {
+	case <-sup.Ready():
+	case <-time.After(60 * time.Second):
+		t.Fatal("restarted containerd not ready")
+	}
+	wantRunning("after containerd restarted")
+
+	if err := rt.StopContainer(ctx, id, 2); err != nil {
+		t.Fatal(err)
+	}
+	st, err := rt.ContainerStatus(ctx, id, false)
+	if err != nil || st.Status.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+		t.Fatalf("after stop: %v, %v", st, err)
+	}
+	t.Logf("stopped: exit code %d, reason %s", st.Status.ExitCode, st.Status.Reason)
+	if err := rt.RemoveContainer(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.ContainerStatus(ctx, id, false); !cri.IsNotFound(err) {
+		t.Errorf("status of a removed container: %v, want NotFound", err)
+	}
+	if err := rt.StopPodSandbox(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.RemovePodSandbox(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := rt.ListPodSandbox(ctx, nil); err != nil || len(list) != 0 {
+		t.Errorf("sandboxes left: %v, %v", list, err)
+	}
+
+	// The importer watching the directory picks up a new gzip archive.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watching := make(chan error, 1)
+	im.Interval = 200 * time.Millisecond
+	go func() { watching <- im.Start(watchCtx) }()
+	hello := filepath.Join(cfg.ImagesDir, "hello.tar.gz")
+	writeGzipImage(t, hello, "orch.test/hello:1")
+	if !eventually(30*time.Second, func() bool { return slices.Contains(im.Images(), "orch.test/hello:1") }) {
+		t.Error("the watching importer did not import hello.tar.gz")
+	}
+	if st, err := rt.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: "orch.test/hello:1"}, false); err != nil || st.Image == nil {
+		t.Errorf("CRI does not see orch.test/hello:1: %v, %v", st, err)
+	}
+	stopWatch()
+	if err := <-watching; err != nil {
+		t.Errorf("importer Start: %v", err)
+	}
+
+	// The importer, run again (and as after an agent restart, from its state
+	// file), finds nothing new.
+	for _, imp := range []*Importer{im, NewImporter(store, cfg.ImagesDir, cfg.ImportState, Builtins(runtime.GOARCH), log)} {
+		imp.Settle = 0
+		if again, err := imp.Sync(ctx); err != nil || len(again) != 0 {
+			t.Errorf("second import: %q, %v; want nothing imported", again, err)
+		}
+	}
+	if got := im.Images(); !slices.Contains(got, images.PauseRef) || !slices.Contains(got, images.BusyboxRef) {
+		t.Errorf("Images() = %q", got)
+	}
+}
+
+func writeZstdBusybox(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zw, err := zstdWriter(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := images.WriteBusybox(zw, "/bin/busybox", runtime.GOARCH); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeGzipImage(t *testing.T, path, ref string) {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if err := images.Write(zw, ref, []images.File{{Path: "/hello.txt", Mode: 0o644, Data: []byte("hello\n")}}, images.Config{Arch: runtime.GOARCH}); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Written aside and renamed in, as an operator should copy archives.
+	if err := os.WriteFile(path+".part", buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".part", path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	sort.Strings(a)
+	sort.Strings(b)
+	return slices.Equal(a, b)
+}
+
+func eventually(timeout time.Duration, cond func() bool) bool {
+	return waitFor(cond, timeout)
+}
+
+// TestSupervisorStopsALeftoverContainerd: a containerd that an earlier orch
+// left running on the same state (it died without stopping it) holds the
+// socket and the database; the supervisor stops it before it starts its own.
+func TestSupervisorStopsALeftoverContainerd(t *testing.T) {
+	requireRuntime(t)
+	dir := t.TempDir()
+	cfg := NewConfig(dir).WithState(filepath.Join(dir, "run"))
+	for _, d := range []string{filepath.Dir(cfg.ConfigPath), cfg.State} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(cfg.ConfigPath, cfg.TOML(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	leftover := exec.Command(requireBinary(t, "containerd"), "--config", cfg.ConfigPath)
+	if err := leftover.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { leftover.Wait(); close(exited) }()
+	t.Cleanup(func() { leftover.Process.Kill(); <-exited })
+	if !eventually(30*time.Second, func() bool { _, err := os.Stat(cfg.Address); return err == nil }) {
+		t.Fatal("the leftover containerd did not start")
+	}
+	if err := os.WriteFile(filepath.Join(cfg.State, "orch-containerd.pid"), []byte(fmt.Sprint(leftover.Process.Pid)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	sup, _ := startContainerd(t, dir, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the leftover containerd still runs")
+	}
+	if sup.Pid() == leftover.Process.Pid || sup.Restarts() != 0 {
+		t.Errorf("pid %d, restarts %d", sup.Pid(), sup.Restarts())
+	}
+}

@@ -1,0 +1,44 @@
+package images
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// BusyboxRef is the name of the test image WriteBusybox builds.
+const BusyboxRef = "orch.test/busybox:1"
+
+// WriteBusybox writes BusyboxRef as a docker-archive tarball: the static
+// busybox at busyboxPath (Debian's busybox-static installs /bin/busybox) as
+// /bin/busybox, and a link in /bin for each applet `busybox --list` names,
+// so `sh -c ...`, `sleep`, `httpd` and the rest are on the default PATH.
+// The binary runs here to list its applets, so arch must be this machine's.
+func WriteBusybox(w io.Writer, busyboxPath, arch string) error {
+	binary, err := os.ReadFile(busyboxPath)
+	if err != nil {
+		return fmt.Errorf("busybox test image: %w (Debian's busybox-static provides /bin/busybox; scripts/test-deps.sh installs it)", err)
+	}
+	out, err := exec.Command(busyboxPath, "--list").Output()
+	if err != nil {
+		return fmt.Errorf("busybox test image: %s --list: %w", busyboxPath, err)
+	}
+	files := []File{{Path: "/bin/busybox", Mode: 0o755, Data: binary}}
+	for _, applet := range strings.Fields(string(out)) {
+		// The list names busybox itself; a link would replace the binary.
+		if applet == "busybox" || strings.Contains(applet, "/") {
+			continue
+		}
+		files = append(files, File{Path: "/bin/" + applet, Link: "busybox"})
+	}
+	if len(files) < 10 {
+		return fmt.Errorf("busybox test image: %s --list named only %d applets", busyboxPath, len(files)-1)
+	}
+	return Write(w, BusyboxRef, files, Config{
+		Arch: arch,
+		Cmd:  []string{"sh"},
+		Env:  []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+	})
+}
