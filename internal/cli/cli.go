@@ -24,6 +24,7 @@ func Main(args []string) int {
 		Version: version.Version,
 		Commands: []*cli.Command{
 			serverCommand(),
+			agentCommand(),
 			kubectlCommand(),
 		},
 		HideHelpCommand: true,

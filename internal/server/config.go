@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+
+	"orch/internal/network"
 )
 
 // Config is everything `orch server` is told by flags and the config file.
@@ -81,28 +83,10 @@ func (c Config) parse() (parsed, error) {
 	case len(p.nodeIPs) > 0:
 		p.advertise = p.nodeIPs[0]
 	default:
-		p.advertise = hostIP()
+		p.advertise = network.HostIP()
 	}
 	if len(p.nodeIPs) == 0 {
 		p.nodeIPs = []net.IP{p.advertise}
 	}
 	return p, nil
-}
-
-// hostIP is the first global unicast IPv4 address of an interface that is up
-// (127.0.0.1 on a host with none: orch must work with no network at all).
-func hostIP() net.IP {
-	ifaces, _ := net.Interfaces()
-	for _, iface := range ifaces {
-		if iface.Flags&net.FlagUp == 0 || iface.Flags&net.FlagLoopback != 0 {
-			continue
-		}
-		addrs, _ := iface.Addrs()
-		for _, a := range addrs {
-			if ipnet, ok := a.(*net.IPNet); ok && ipnet.IP.To4() != nil && ipnet.IP.IsGlobalUnicast() {
-				return ipnet.IP.To4()
-			}
-		}
-	}
-	return net.IPv4(127, 0, 0, 1).To4()
 }

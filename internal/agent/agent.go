@@ -1,0 +1,188 @@
+// Package agent is the composition root of `orch agent`: it joins the node
+// to a server (internal/join), gets a container runtime (the one at
+// --container-runtime-endpoint, or containerd supervised as a child with the
+// built-in and air-gap images imported), connects to it over CRI and runs the
+// node component (internal/kubelet/node) that registers the Node and keeps
+// its Lease and status fresh. The components run in a run.Group: started in
+// order, stopped in reverse.
+//
+// The agent runs no pods yet: its Node reports Ready=False.
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"orch/internal/join"
+	"orch/internal/kubelet/containerd"
+	"orch/internal/kubelet/cri"
+	"orch/internal/kubelet/node"
+	"orch/internal/network"
+	"orch/internal/run"
+)
+
+// DefaultDataDir is the data dir whose containerd uses containerd.DefaultState.
+const DefaultDataDir = "/var/lib/orch"
+
+// Config is what `orch agent` was asked to do.
+type Config struct {
+	Server    string // URL of an orch server, e.g. https://10.0.0.1:6443
+	Token     string // join token; read from TokenFile when empty
+	TokenFile string
+	DataDir   string
+	NodeName  string // the hostname, lowercased, when empty
+	// NodeIPs are IP addresses; the host's first non-loopback IPv4 address when empty.
+	NodeIPs []string
+	Labels  map[string]string
+	Taints  []corev1.Taint
+	// ContainerRuntimeEndpoint is an existing CRI socket; empty means start containerd.
+	ContainerRuntimeEndpoint string
+}
+
+// checked is Config with defaults filled in.
+type checked struct {
+	Config
+	ips []net.IP
+}
+
+func (cfg Config) check() (checked, error) {
+	c := checked{Config: cfg}
+	if cfg.Server == "" {
+		return c, errors.New("orch agent: --server is required (the URL of an orch server, e.g. https://10.0.0.1:6443)")
+	}
+	if c.Token == "" && c.TokenFile != "" {
+		data, err := os.ReadFile(c.TokenFile)
+		if err != nil {
+			return c, fmt.Errorf("orch agent: --token-file: %w", err)
+		}
+		c.Token = strings.TrimSpace(string(data))
+	}
+	c.Token = strings.TrimSpace(c.Token)
+	if c.Token == "" {
+		return c, fmt.Errorf("orch agent: --token or --token-file is required (the join token in %s/server/token on the server)", DefaultDataDir)
+	}
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	if abs, err := filepath.Abs(c.DataDir); err == nil {
+		c.DataDir = abs
+	}
+	if c.NodeName == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return c, fmt.Errorf("orch agent: no --node-name given and the hostname is unknown: %w", err)
+		}
+		c.NodeName = host
+	}
+	c.NodeName = strings.ToLower(c.NodeName)
+	for _, s := range cfg.NodeIPs {
+		ip := net.ParseIP(s)
+		if ip == nil {
+			return c, fmt.Errorf("orch agent: --node-ip %q is not an IP address", s)
+		}
+		c.ips = append(c.ips, ip)
+	}
+	if len(c.ips) == 0 {
+		c.ips = []net.IP{network.HostIP()}
+	}
+	return c, nil
+}
+
+// ContainerdState is where the supervised containerd of the agent with
+// dataDir keeps its runtime state and socket: containerd.DefaultState for
+// the default data dir, else a directory named after the data dir's path,
+// so agents with different data dirs on one machine never share a
+// containerd, and the socket path stays short (unix sockets: < 108 bytes).
+func ContainerdState(dataDir string) string {
+	if filepath.Clean(dataDir) == DefaultDataDir {
+		return containerd.DefaultState
+	}
+	sum := sha256.Sum256([]byte(filepath.Clean(dataDir)))
+	return filepath.Join(filepath.Dir(containerd.DefaultState), "containerd-"+hex.EncodeToString(sum[:6]))
+}
+
+// Run runs the agent until ctx ends (then it returns nil) or a component
+// fails. Joining comes first: a token the server refuses ends Run at once
+// with an error; an unreachable server is retried until ctx ends.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	c, err := cfg.check()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(c.DataDir, "agent"), 0o700); err != nil {
+		return fmt.Errorf("orch agent: data dir: %w", err)
+	}
+	joinCfg := join.Config{Server: c.Server, Token: c.Token, NodeName: c.NodeName, NodeIPs: c.ips, DataDir: c.DataDir, Log: log}
+	log.Info("joining the cluster", "server", c.Server, "node", c.NodeName, "ips", c.ips)
+	creds, err := join.Join(ctx, joinCfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while the server was away
+		}
+		return err
+	}
+	renewer, err := join.NewRenewer(joinCfg, creds)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(creds.RESTConfig())
+	if err != nil {
+		return fmt.Errorf("orch agent: client for the server: %w", err)
+	}
+	nodeCfg := node.Config{Name: c.NodeName, NodeIPs: c.ips, Labels: c.Labels, Taints: c.Taints, DataDir: c.DataDir}
+
+	components := []run.Named{{Name: "node certificates", Runnable: renewer}}
+	endpoint := c.ContainerRuntimeEndpoint
+	ready := func(ctx context.Context) error { return nil } // the runtime is up
+	if endpoint == "" {
+		ccfg := containerd.NewConfig(c.DataDir).WithState(ContainerdState(c.DataDir))
+		sup := containerd.NewSupervisor(ccfg, log)
+		store, err := containerd.NewStore(ccfg.Address)
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		imp := containerd.NewImporter(store, ccfg.ImagesDir, ccfg.ImportState, containerd.Builtins(goruntime.GOARCH), log)
+		components = append(components,
+			run.Named{Name: "containerd", Runnable: sup},
+			run.Named{Name: "image import", Runnable: imp})
+		endpoint = sup.Endpoint()
+		ready = func(ctx context.Context) error {
+			select {
+			case <-sup.Ready():
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	components = append(components, run.Named{Name: "node", Runnable: run.Func(func(ctx context.Context) error {
+		if err := ready(ctx); err != nil {
+			return nil // stopped before the runtime came up
+		}
+		rt, err := cri.Connect(ctx, endpoint)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("container runtime at %s: %w", endpoint, err)
+		}
+		defer rt.Close()
+		v := rt.RuntimeVersion()
+		log.Info("container runtime connected", "endpoint", endpoint, "runtime", v.RuntimeName+"://"+v.RuntimeVersion)
+		return node.New(nodeCfg, client, rt, nil, log).Start(ctx)
+	})})
+	return run.Group(ctx, log, components...)
+}

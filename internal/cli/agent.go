@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"orch/internal/agent"
+	"orch/internal/kubelet/node"
+)
+
+func agentCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "agent",
+		Usage:  "run a worker node that joins an orch server (it registers its Node; it runs no pods yet)",
+		Flags:  agentFlags(),
+		Before: loadConfigFile,
+		Action: runAgent,
+	}
+}
+
+func agentFlags() []cli.Flag {
+	return []cli.Flag{
+		configFlag(),
+		&cli.StringFlag{Name: "server", Aliases: []string{"s"}, Usage: "URL of an orch server, e.g. https://10.0.0.1:6443 (required)"},
+		&cli.StringFlag{Name: "token", Aliases: []string{"t"}, Usage: "join token (the server's data-dir/server/token)"},
+		&cli.StringFlag{Name: "token-file", Usage: "file holding the join token (used when --token is not given)"},
+		&cli.StringFlag{Name: "data-dir", Value: agent.DefaultDataDir, Usage: "where orch keeps its state"},
+		&cli.StringFlag{Name: "node-name", Usage: "name of this node (default: the hostname, lowercased)"},
+		&cli.StringSliceFlag{Name: "node-ip", Usage: "IP addresses of this node, repeated or comma-separated (default: the host's first non-loopback IPv4 address)"},
+		&cli.StringSliceFlag{Name: "node-label", Usage: "label key=value of this node (repeatable)"},
+		&cli.StringSliceFlag{Name: "node-taint", Usage: "taint key=value:Effect set when the node registers (repeatable; Effect is NoSchedule, PreferNoSchedule or NoExecute)"},
+		&cli.StringFlag{Name: "container-runtime-endpoint", Usage: "CRI socket of a running container runtime (default: orch starts and supervises containerd)"},
+		&cli.BoolFlag{Name: "debug", Usage: "log at debug level"},
+	}
+}
+
+// agentConfig turns the flags into an agent.Config.
+func agentConfig(c *cli.Context) (agent.Config, error) {
+	labels, err := node.ParseLabels(c.StringSlice("node-label"))
+	if err != nil {
+		return agent.Config{}, err
+	}
+	taints, err := node.ParseTaints(c.StringSlice("node-taint"))
+	if err != nil {
+		return agent.Config{}, err
+	}
+	return agent.Config{
+		Server:                   c.String("server"),
+		Token:                    c.String("token"),
+		TokenFile:                c.String("token-file"),
+		DataDir:                  c.String("data-dir"),
+		NodeName:                 c.String("node-name"),
+		NodeIPs:                  splitList(c.StringSlice("node-ip")),
+		Labels:                   labels,
+		Taints:                   taints,
+		ContainerRuntimeEndpoint: c.String("container-runtime-endpoint"),
+	}, nil
+}
+
+func runAgent(c *cli.Context) error {
+	cfg, err := agentConfig(c)
+	if err == nil {
+		err = agent.Run(c.Context, cfg, newLogger(c.Bool("debug")))
+	}
+	if err != nil {
+		// One "orch agent:" prefix, whoever wrote the message.
+		return cli.Exit("orch agent: "+strings.TrimPrefix(err.Error(), "orch agent: "), 1)
+	}
+	return nil
+}

@@ -1,0 +1,230 @@
+// Package node is the kubelet's node part: it registers the agent's Node,
+// keeps its Lease in kube-node-lease fresh and posts its status, speaking
+// only client-go to the apiserver.
+//
+// Registration creates the Node (labels, --node-taint taints, capacity,
+// addresses, nodeInfo, conditions) or, when it exists, updates its labels
+// and status. Every LeaseInterval (10 s) the Lease is renewed; the status is
+// posted every StatusInterval (1 min) and as soon as it differs from what
+// the Node says (e.g. a controller changed a condition, or the runtime was
+// upgraded). While the apiserver cannot be reached the loop retries with
+// backoff and never gives up.
+//
+// The agent runs no pods yet, so Ready is False (reason KubeletNotReady,
+// NotReadyMessage): the scheduler does not place pods here.
+//
+// The Node and Lease objects are built by pure functions (BuildNode,
+// Status, Conditions, Lease); the loop takes an injected clock.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+)
+
+// Config says which Node the agent registers and how often it reports.
+type Config struct {
+	Name     string            // the Node's name
+	Hostname string            // the Hostname address and kubernetes.io/hostname label (Name when empty)
+	NodeIPs  []net.IP          // InternalIP addresses
+	Labels   map[string]string // --node-label
+	Taints   []corev1.Taint    // --node-taint: set when the Node is created, never after
+	DataDir  string            // its file system's size is the ephemeral-storage capacity
+
+	// LeaseInterval is how often the Lease is renewed (10 s when zero);
+	// StatusInterval how often the status is posted unchanged (1 min when
+	// zero); MaxBackoff bounds the wait between failed attempts (the
+	// LeaseInterval when zero).
+	LeaseInterval, StatusInterval, MaxBackoff time.Duration
+}
+
+// Runtime is the part of the container runtime the node reports on.
+type Runtime interface {
+	Version(ctx context.Context) (*runtimeapi.VersionResponse, error)
+}
+
+// Agent registers and heart-beats one Node.
+type Agent struct {
+	cfg    Config
+	client kubernetes.Interface
+	rt     Runtime
+	clock  clock.Clock
+	log    *slog.Logger
+	// readSystem reads the machine's facts (ReadSystem; tests replace it).
+	readSystem func(dataDir string) (System, error)
+
+	uid      types.UID // of the registered Node; empty until registered
+	lastPost time.Time // when the status was last posted
+}
+
+// New returns an Agent for cfg; clk nil means the real clock, log nil slog.Default().
+func New(cfg Config, client kubernetes.Interface, rt Runtime, clk clock.Clock, log *slog.Logger) *Agent {
+	if cfg.LeaseInterval <= 0 {
+		cfg.LeaseInterval = 10 * time.Second
+	}
+	if cfg.StatusInterval <= 0 {
+		cfg.StatusInterval = time.Minute
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = cfg.LeaseInterval
+	}
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Agent{cfg: cfg, client: client, rt: rt, clock: clk, readSystem: ReadSystem,
+		log: log.With("component", "node", "node", cfg.Name)}
+}
+
+// Start registers the Node and keeps it reported until ctx ends; it
+// returns nil then. Failures are logged and retried with backoff.
+func (a *Agent) Start(ctx context.Context) error {
+	backoff := time.Duration(0)
+	for {
+		wait := a.cfg.LeaseInterval
+		// A server that stopped answering (not refusing) must not hang the loop.
+		sctx, cancel := context.WithTimeout(ctx, syncTimeout)
+		err := a.Sync(sctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			backoff = min(max(2*backoff, 500*time.Millisecond), a.cfg.MaxBackoff)
+			wait = backoff
+			a.log.Error("reporting the node failed; retrying", "err", err, "after", wait)
+		} else {
+			backoff = 0
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-a.clock.After(wait):
+		}
+	}
+}
+
+// Sync does one round: register the Node if it is not yet, post its
+// status if it is due or changed, and renew its Lease.
+func (a *Agent) Sync(ctx context.Context) error {
+	sys, err := a.system(ctx)
+	if err != nil {
+		return err
+	}
+	if a.uid == "" {
+		if err := a.register(ctx, sys); err != nil {
+			return err
+		}
+	}
+	statusErr := a.postStatus(ctx, sys)
+	if errors.Is(statusErr, errNodeGone) {
+		return statusErr // registered again next round, then the Lease is renewed
+	}
+	return errors.Join(statusErr, a.renewLease(ctx))
+}
+
+// syncTimeout bounds one round of Sync, in real time.
+const syncTimeout = 30 * time.Second
+
+var errNodeGone = errors.New("the Node was deleted; registering it again")
+
+func (a *Agent) system(ctx context.Context) (System, error) {
+	sys, err := a.readSystem(a.cfg.DataDir)
+	if err != nil {
+		return sys, err
+	}
+	v, err := a.rt.Version(ctx)
+	if err != nil {
+		return sys, fmt.Errorf("container runtime version: %w", err)
+	}
+	sys.RuntimeVersion = v.RuntimeName + "://" + v.RuntimeVersion
+	return sys, nil
+}
+
+// register creates the Node, or updates the labels of the one that exists.
+func (a *Agent) register(ctx context.Context, sys System) error {
+	nodes := a.client.CoreV1().Nodes()
+	desired := BuildNode(a.cfg, sys, a.clock.Now())
+	created, err := nodes.Create(ctx, desired, metav1.CreateOptions{})
+	if err == nil {
+		a.uid = created.UID
+		a.lastPost = time.Time{} // post the full status at once
+		a.log.Info("registered the node", "ips", ipStrings(a.cfg.NodeIPs), "runtime", sys.RuntimeVersion)
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("register node %q: %w", a.cfg.Name, err)
+	}
+	existing, err := nodes.Get(ctx, a.cfg.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get node %q: %w", a.cfg.Name, err)
+	}
+	if merged, changed := MergeLabels(existing, desired); changed {
+		if existing, err = nodes.Update(ctx, merged, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("update the labels of node %q: %w", a.cfg.Name, err)
+		}
+	}
+	a.uid = existing.UID
+	a.lastPost = time.Time{}
+	a.log.Info("node was registered before; updated it", "ips", ipStrings(a.cfg.NodeIPs), "runtime", sys.RuntimeVersion)
+	return nil
+}
+
+// postStatus posts the node status when it is due or differs from the Node's.
+func (a *Agent) postStatus(ctx context.Context, sys System) error {
+	nodes := a.client.CoreV1().Nodes()
+	current, err := nodes.Get(ctx, a.cfg.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		a.uid = ""
+		return errNodeGone
+	}
+	if err != nil {
+		return fmt.Errorf("get node %q: %w", a.cfg.Name, err)
+	}
+	now := a.clock.Now()
+	desired := Status(a.cfg, sys, current.Status.Conditions, now)
+	due := a.lastPost.IsZero() || now.Sub(a.lastPost) >= a.cfg.StatusInterval
+	if !due && !StatusChanged(current.Status, desired) {
+		return nil
+	}
+	updated := current.DeepCopy()
+	// Keep what others set (daemonEndpoints, images, volumes): replace what the agent reports.
+	updated.Status.Capacity, updated.Status.Allocatable = desired.Capacity, desired.Allocatable
+	updated.Status.Conditions, updated.Status.Addresses, updated.Status.NodeInfo = desired.Conditions, desired.Addresses, desired.NodeInfo
+	if _, err := nodes.UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("update the status of node %q: %w", a.cfg.Name, err)
+	}
+	a.lastPost = now
+	a.log.Debug("posted the node status", "due", due)
+	return nil
+}
+
+// renewLease creates or renews the node's Lease.
+func (a *Agent) renewLease(ctx context.Context) error {
+	leases := a.client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+	existing, err := leases.Get(ctx, a.cfg.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = leases.Create(ctx, Lease(nil, a.cfg.Name, a.uid, a.clock.Now()), metav1.CreateOptions{})
+	case err == nil:
+		_, err = leases.Update(ctx, Lease(existing, a.cfg.Name, a.uid, a.clock.Now()), metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("renew the lease of node %q: %w", a.cfg.Name, err)
+	}
+	return nil
+}

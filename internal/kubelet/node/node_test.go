@@ -1,0 +1,255 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"orch/internal/controller/controllertest"
+	"orch/internal/kubelet/cri"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// fakeSystem is a machine whose facts the test changes.
+type fakeSystem struct {
+	mu  sync.Mutex
+	sys System
+}
+
+func (f *fakeSystem) read(string) (System, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sys, nil
+}
+
+func (f *fakeSystem) set(change func(*System)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	change(&f.sys)
+}
+
+func newTestAgent(cfg Config, client kubernetes.Interface, clk *clocktesting.FakeClock) (*Agent, *fakeSystem) {
+	a := New(cfg, client, cri.NewFake(), clk, quiet)
+	fs := &fakeSystem{sys: testSystem()}
+	a.readSystem = fs.read
+	return a, fs
+}
+
+// step waits until the agent's loop waits on the clock (its round is
+// done), then moves the clock on by d.
+func step(t *testing.T, clk *clocktesting.FakeClock, d time.Duration) {
+	t.Helper()
+	controllertest.EventuallyTrue(t, "the agent waiting on its clock", clk.HasWaiters)
+	clk.Step(d)
+}
+
+func getNode(t *testing.T, client kubernetes.Interface, name string) *corev1.Node {
+	t.Helper()
+	n, err := client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func condition(n *corev1.Node, typ corev1.NodeConditionType) corev1.NodeCondition {
+	for _, c := range n.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return corev1.NodeCondition{}
+}
+
+// TestAgentAgainstAPIServer runs the agent against the real apiserver with
+// a fake runtime and a fake clock: it registers the Node, renews the Lease
+// every 10 s, posts the status after a minute or at once when it differs.
+func TestAgentAgainstAPIServer(t *testing.T) {
+	env := controllertest.New(t, "kube-node-lease")
+	client := env.Context.Client
+	ctx := context.Background()
+	start := time.Now().Truncate(time.Second)
+	clk := clocktesting.NewFakeClock(start)
+	cfg := Config{Name: "agent-1", NodeIPs: []net.IP{net.ParseIP("192.0.2.10")}, Labels: map[string]string{"disk": "ssd"},
+		Taints: []corev1.Taint{{Key: "dedicated", Value: "edge", Effect: corev1.TaintEffectNoSchedule}}}
+	a, fs := newTestAgent(cfg, client, clk)
+	env.Start(t, a)
+
+	var lease *coordinationv1.Lease
+	leaseRenewedAt := func(at time.Time) func() (bool, error) {
+		return func() (bool, error) {
+			l, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, "agent-1", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			lease = l
+			return l.Spec.RenewTime != nil && l.Spec.RenewTime.Time.Equal(at), nil
+		}
+	}
+	controllertest.Eventually(t, "the lease", leaseRenewedAt(start))
+
+	n := getNode(t, client, "agent-1")
+	if n.Labels["disk"] != "ssd" || n.Labels["kubernetes.io/hostname"] != "agent-1" || n.Labels["kubernetes.io/os"] != "linux" {
+		t.Errorf("labels = %v", n.Labels)
+	}
+	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != "dedicated" {
+		t.Errorf("taints = %v", n.Spec.Taints)
+	}
+	if got := n.Status.NodeInfo.ContainerRuntimeVersion; got != "fake://0.0.0" {
+		t.Errorf("containerRuntimeVersion = %q, want fake://0.0.0 (from CRI Version)", got)
+	}
+	if pods := n.Status.Capacity[corev1.ResourcePods]; pods.Value() != 110 {
+		t.Errorf("pods capacity = %s", pods.String())
+	}
+	if len(n.Status.Addresses) != 2 || n.Status.Addresses[0].Address != "192.0.2.10" {
+		t.Errorf("addresses = %v", n.Status.Addresses)
+	}
+	ready := condition(n, corev1.NodeReady)
+	if ready.Status != corev1.ConditionFalse || ready.Reason != "KubeletNotReady" || ready.Message != NotReadyMessage {
+		t.Errorf("Ready = %+v, want False/KubeletNotReady/%q", ready, NotReadyMessage)
+	}
+	if !ready.LastHeartbeatTime.Time.Equal(start) {
+		t.Errorf("first heartbeat = %v, want %v", ready.LastHeartbeatTime, start)
+	}
+	if *lease.Spec.HolderIdentity != "agent-1" || *lease.Spec.LeaseDurationSeconds != 40 ||
+		len(lease.OwnerReferences) != 1 || lease.OwnerReferences[0].Kind != "Node" || lease.OwnerReferences[0].UID != n.UID {
+		t.Errorf("lease = %+v, want held by agent-1 for 40 s and owned by the Node (uid %s)", lease, n.UID)
+	}
+
+	// Two renewals, 10 s apart; the status is not due yet.
+	for i := 1; i <= 2; i++ {
+		step(t, clk, 10*time.Second)
+		controllertest.Eventually(t, "a renewal of the lease", leaseRenewedAt(start.Add(time.Duration(i)*10*time.Second)))
+	}
+	if hb := condition(getNode(t, client, "agent-1"), corev1.NodeReady).LastHeartbeatTime; !hb.Time.Equal(start) {
+		t.Errorf("status posted at %v although nothing changed and a minute has not passed", hb)
+	}
+
+	// A minute after the last post, the status is posted again.
+	for at := 30 * time.Second; at <= time.Minute; at += 10 * time.Second {
+		step(t, clk, 10*time.Second)
+	}
+	controllertest.Eventually(t, "the status posted after a minute", func() (bool, error) {
+		hb := condition(getNode(t, client, "agent-1"), corev1.NodeReady).LastHeartbeatTime
+		return hb.Time.Equal(start.Add(time.Minute)), nil
+	})
+
+	// Something changes (the node lifecycle controller marks the node
+	// Unknown; the runtime is upgraded): posted at the next round.
+	step(t, clk, 0) // wait until the round is over, then change the Node
+	n = getNode(t, client, "agent-1")
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			n.Status.Conditions[i].Status, n.Status.Conditions[i].Reason = corev1.ConditionUnknown, "NodeStatusUnknown"
+		}
+	}
+	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fs.set(func(s *System) { s.KernelVersion = "6.2.0" })
+	step(t, clk, 10*time.Second)
+	controllertest.Eventually(t, "the changed status posted at once", func() (bool, error) {
+		n := getNode(t, client, "agent-1")
+		r := condition(n, corev1.NodeReady)
+		return r.Status == corev1.ConditionFalse && r.Message == NotReadyMessage && n.Status.NodeInfo.KernelVersion == "6.2.0" &&
+			r.LastHeartbeatTime.Time.Equal(start.Add(70*time.Second)), nil
+	})
+}
+
+// TestAgentUpdatesRegisteredNode: a Node that exists (an agent restart)
+// gets its labels and status updated; its taints are left alone.
+func TestAgentUpdatesRegisteredNode(t *testing.T) {
+	env := controllertest.New(t, "kube-node-lease")
+	client := env.Context.Client
+	ctx := context.Background()
+	old := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "agent-2", Labels: map[string]string{"disk": "hdd", "by-admin": "yes"}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "admin", Effect: corev1.TaintEffectNoSchedule}}}}
+	if _, err := client.CoreV1().Nodes().Create(ctx, old, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	cfg := Config{Name: "agent-2", NodeIPs: []net.IP{net.ParseIP("192.0.2.11")}, Labels: map[string]string{"disk": "ssd"},
+		Taints: []corev1.Taint{{Key: "new", Effect: corev1.TaintEffectNoExecute}}}
+	a, _ := newTestAgent(cfg, client, clk)
+	env.Start(t, a)
+	controllertest.Eventually(t, "the node's status", func() (bool, error) {
+		n := getNode(t, client, "agent-2")
+		return n.Status.NodeInfo.ContainerRuntimeVersion != "", nil
+	})
+	n := getNode(t, client, "agent-2")
+	if n.Labels["disk"] != "ssd" || n.Labels["by-admin"] != "yes" || n.Labels["kubernetes.io/arch"] != "arm64" {
+		t.Errorf("labels = %v, want disk=ssd, by-admin kept, the well-known ones added", n.Labels)
+	}
+	if len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != "admin" {
+		t.Errorf("taints = %v, want the admin's only (--node-taint applies at registration)", n.Spec.Taints)
+	}
+}
+
+// TestAgentRetriesWhileServerFails: with the server failing, the loop does
+// not end; it retries with growing waits (at most MaxBackoff) and registers
+// once the server answers.
+func TestAgentRetriesWhileServerFails(t *testing.T) {
+	client := fake.NewClientset()
+	var mu sync.Mutex
+	failures := 4
+	client.PrependReactor("*", "*", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failures > 0 {
+			if action.GetVerb() == "create" && action.GetResource().Resource == "nodes" {
+				failures--
+			}
+			return true, nil, errors.New("connection refused")
+		}
+		return false, nil, nil
+	})
+	clk := clocktesting.NewFakeClock(time.Now())
+	a, _ := newTestAgent(Config{Name: "agent-3", NodeIPs: []net.IP{net.ParseIP("192.0.2.12")}}, client, clk)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Start = %v after its context ended, want nil", err)
+		}
+	}()
+
+	// Waits of 0.5, 1, 2, 4 s: stepping by less than the current wait does not start a round.
+	for _, wait := range []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second} {
+		controllertest.EventuallyTrue(t, "the agent waiting", clk.HasWaiters)
+		select {
+		case err := <-done:
+			t.Fatalf("Start returned %v while the server failed", err)
+		default:
+		}
+		clk.Step(wait - time.Millisecond)
+		if !clk.HasWaiters() {
+			t.Fatalf("retried before the backoff of %v", wait)
+		}
+		clk.Step(time.Millisecond)
+	}
+	controllertest.Eventually(t, "registration once the server answers", func() (bool, error) {
+		_, err := client.CoreV1().Nodes().Get(ctx, "agent-3", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	controllertest.Eventually(t, "the lease", func() (bool, error) {
+		_, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, "agent-3", metav1.GetOptions{})
+		return err == nil, nil
+	})
+}
