@@ -1,5 +1,3 @@
-// Package network holds what orch knows about a node's networks. Today that
-// is the host's own address; the pod network between nodes comes later.
 package network
 
 import "net"

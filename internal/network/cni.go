@@ -1,0 +1,181 @@
+package network
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+)
+
+// CNIVersion is the CNI spec version of the conflist. Debian 12's
+// containernetworking-plugins 1.1.1 and containerd 1.6 (libcni 1.1) both
+// speak 1.0.0.
+const CNIVersion = "1.0.0"
+
+// Defaults of BridgeOptions.
+const (
+	DefaultNetworkName = "orch"
+	DefaultBridgeName  = "orch0"
+	DefaultMTUValue    = 1500
+)
+
+// BridgeOptions are the settable parts of the pod network's conflist.
+// Zero values take the defaults.
+type BridgeOptions struct {
+	NetworkName string // the CNI network name (DefaultNetworkName)
+	Bridge      string // the Linux bridge (DefaultBridgeName); at most 15 bytes
+	MTU         int    // of the bridge and the pods' interfaces (DefaultMTUValue; see DefaultMTU)
+	// IPAMDataDir is where host-local records the addresses it gave out;
+	// empty leaves host-local's default, /var/lib/cni/networks. Agents
+	// that share a file system (several nodes on one machine) need their
+	// own.
+	IPAMDataDir string
+}
+
+// The conflist, in the order the plugins run.
+type confList struct {
+	CNIVersion string `json:"cniVersion"`
+	Name       string `json:"name"`
+	Plugins    []any  `json:"plugins"`
+}
+
+type bridgeConf struct {
+	Type        string   `json:"type"`
+	Bridge      string   `json:"bridge"`
+	IsGateway   bool     `json:"isGateway"`
+	IPMasq      bool     `json:"ipMasq"`
+	HairpinMode bool     `json:"hairpinMode"`
+	MTU         int      `json:"mtu"`
+	IPAM        ipamConf `json:"ipam"`
+}
+
+type ipamConf struct {
+	Type    string        `json:"type"`
+	DataDir string        `json:"dataDir,omitempty"`
+	Ranges  [][]rangeConf `json:"ranges"`
+	Routes  []routeConf   `json:"routes"`
+}
+
+type rangeConf struct {
+	Subnet  string `json:"subnet"`
+	Gateway string `json:"gateway"`
+}
+
+type routeConf struct {
+	Dst string `json:"dst"`
+}
+
+type portmapConf struct {
+	Type         string          `json:"type"`
+	Capabilities map[string]bool `json:"capabilities"`
+	SNAT         bool            `json:"snat"`
+}
+
+// BridgeConfList returns the CNI conflist of the node's pod network on
+// podCIDR (e.g. "10.42.3.0/24"): a bridge with host-local IPAM, the
+// gateway on the podCIDR's first address, and portmap. The podCIDR must be
+// a network address (no host bits) with room for the gateway and pods.
+func BridgeConfList(podCIDR string, opts BridgeOptions) ([]byte, error) {
+	prefix, err := netip.ParsePrefix(podCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("network: pod CIDR %q is not a CIDR (e.g. 10.42.0.0/24): %w", podCIDR, err)
+	}
+	if prefix.Masked() != prefix {
+		return nil, fmt.Errorf("network: pod CIDR %q has host bits set; want its network address, %s", podCIDR, prefix.Masked())
+	}
+	if prefix.Addr().BitLen()-prefix.Bits() < 2 {
+		return nil, fmt.Errorf("network: pod CIDR %q leaves no room for a gateway and pods; want a /30 or larger (a node gets a /24)", podCIDR)
+	}
+	if prefix.Addr().Is4In6() {
+		return nil, fmt.Errorf("network: pod CIDR %q is an IPv4-mapped IPv6 prefix; write it as IPv4", podCIDR)
+	}
+	if opts.NetworkName == "" {
+		opts.NetworkName = DefaultNetworkName
+	}
+	if opts.Bridge == "" {
+		opts.Bridge = DefaultBridgeName
+	}
+	if len(opts.Bridge) > 15 || strings.ContainsAny(opts.Bridge, "/ \t\n") {
+		return nil, fmt.Errorf("network: bridge name %q is not a valid interface name (at most 15 bytes, no '/' or spaces)", opts.Bridge)
+	}
+	if opts.MTU == 0 {
+		opts.MTU = DefaultMTUValue
+	}
+	if opts.MTU < 576 || opts.MTU > 65535 {
+		return nil, fmt.Errorf("network: MTU %d is out of range (576 to 65535)", opts.MTU)
+	}
+	dst := "0.0.0.0/0"
+	if prefix.Addr().Is6() {
+		dst = "::/0"
+	}
+	conf := confList{
+		CNIVersion: CNIVersion,
+		Name:       opts.NetworkName,
+		Plugins: []any{
+			bridgeConf{
+				Type:        "bridge",
+				Bridge:      opts.Bridge,
+				IsGateway:   true,
+				IPMasq:      false,
+				HairpinMode: true,
+				MTU:         opts.MTU,
+				IPAM: ipamConf{
+					Type:    "host-local",
+					DataDir: opts.IPAMDataDir,
+					Ranges:  [][]rangeConf{{{Subnet: prefix.String(), Gateway: prefix.Addr().Next().String()}}},
+					Routes:  []routeConf{{Dst: dst}},
+				},
+			},
+			portmapConf{Type: "portmap", Capabilities: map[string]bool{"portMappings": true}, SNAT: true},
+		},
+	}
+	data, err := json.MarshalIndent(conf, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(data, '\n'), nil
+}
+
+// DefaultMTU is the MTU of the interface that holds the host's IPv4
+// default route, or DefaultMTUValue when there is none (or it cannot be
+// read).
+func DefaultMTU() int {
+	f, err := os.Open("/proc/net/route")
+	if err != nil {
+		return DefaultMTUValue
+	}
+	defer f.Close()
+	iface := defaultRouteInterface(bufio.NewScanner(f))
+	if iface == "" {
+		return DefaultMTUValue
+	}
+	link, err := net.InterfaceByName(iface)
+	if err != nil || link.MTU <= 0 {
+		return DefaultMTUValue
+	}
+	return link.MTU
+}
+
+// defaultRouteInterface reads /proc/net/route and returns the interface of
+// the default route with the lowest metric ("" when there is none).
+func defaultRouteInterface(s *bufio.Scanner) string {
+	best, bestMetric := "", -1
+	for first := true; s.Scan(); first = false {
+		f := strings.Fields(s.Text())
+		// Iface Destination Gateway Flags RefCnt Use Metric Mask ...
+		if first || len(f) < 8 || f[1] != "00000000" || f[7] != "00000000" {
+			continue
+		}
+		var flags, metric int
+		if _, err := fmt.Sscanf(f[3]+" "+f[6], "%x %d", &flags, &metric); err != nil || flags&0x1 == 0 { // RTF_UP
+			continue
+		}
+		if bestMetric < 0 || metric < bestMetric {
+			best, bestMetric = f[0], metric
+		}
+	}
+	return best
+}
