@@ -3,8 +3,9 @@
 // --container-runtime-endpoint, or containerd supervised as a child with the
 // built-in and air-gap images imported), connects to it over CRI and runs the
 // node component (internal/kubelet/node) that registers the Node and keeps
-// its Lease and status fresh. The components run in a run.Group: started in
-// order, stopped in reverse.
+// its Lease and status fresh, and the pod network's CNI config
+// (internal/network) once the server has given the node a podCIDR. The
+// components run in a run.Group: started in order, stopped in reverse.
 //
 // The agent runs no pods yet: its Node reports Ready=False.
 package agent
@@ -182,7 +183,21 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		defer rt.Close()
 		v := rt.RuntimeVersion()
 		log.Info("container runtime connected", "endpoint", endpoint, "runtime", v.RuntimeName+"://"+v.RuntimeVersion)
-		return node.New(nodeCfg, client, rt, nil, log).Start(ctx)
+		return run.Group(ctx, log,
+			run.Named{Name: "node status", Runnable: node.New(nodeCfg, client, rt, nil, log)},
+			run.Named{Name: "pod network config", Runnable: network.NewCNIConfigWriter(cniConfig(c), client, rt, log)})
 	})})
 	return run.Group(ctx, log, components...)
+}
+
+// cniConfig is where the pod network's conflist goes: the conf dir of the
+// containerd orch supervises (a runtime given by --container-runtime-endpoint
+// must be pointed at the same directory), with host-local's address records
+// under the data dir, so agents sharing a file system never share them.
+func cniConfig(c checked) network.CNIConfig {
+	return network.CNIConfig{
+		NodeName: c.NodeName,
+		ConfDir:  containerd.NewConfig(c.DataDir).CNIConfDir,
+		Bridge:   network.BridgeOptions{IPAMDataDir: filepath.Join(c.DataDir, "agent", "cni", "networks")},
+	}
 }

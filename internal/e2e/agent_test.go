@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,6 +149,24 @@ func TestAgentRegistersNode(t *testing.T) {
 		}
 		if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != n.UID {
 			t.Errorf("lease owner references = %v, want the Node %s", l.OwnerReferences, n.UID)
+		}
+		return ""
+	})
+
+	// nodeipam gives the node a podCIDR; the agent writes the bridge
+	// network's conflist for it where its containerd reads CNI configs.
+	conflist := filepath.Join(dataDir, "agent", "etc", "cni", "net.d", "10-orch.conflist")
+	eventually(t, 30*time.Second, func() string {
+		node, err := client.CoreV1().Nodes().Get(ctx, "e2e-agent", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		data, err := os.ReadFile(conflist)
+		if err != nil {
+			return "no conflist: " + err.Error()
+		}
+		if node.Spec.PodCIDR == "" || !strings.Contains(string(data), `"subnet": "`+node.Spec.PodCIDR+`"`) {
+			return fmt.Sprintf("conflist does not use the node's podCIDR %q:\n%s", node.Spec.PodCIDR, data)
 		}
 		return ""
 	})
