@@ -1,0 +1,259 @@
+package pods
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"orch/internal/kubelet/podconfig"
+)
+
+// initContainersMessage is the status message of pods with init containers.
+const initContainersMessage = "orch does not run init containers yet: the pod is not started"
+
+// writeStatus writes pod's status as state shows it, when it changed.
+func (w *Workers) writeStatus(ctx context.Context, pod *corev1.Pod, state podState) error {
+	status := podStatus(pod, state, w.waitingOf(pod), w.node.HostIPs, w.now())
+	if apiequality.Semantic.DeepEqual(status, pod.Status) {
+		return nil
+	}
+	updated := pod.DeepCopy()
+	updated.Status = status
+	if _, err := w.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil // deleted meanwhile: the next sync cleans up
+		}
+		return fmt.Errorf("update the status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// podStatus is the pod's status as the runtime's state shows it; fields
+// it does not decide (and timestamps of unchanged conditions) are kept
+// from pod.Status. waiting says why containers not yet created wait.
+func podStatus(pod *corev1.Pod, state podState, waiting map[string]*corev1.ContainerStateWaiting, hostIPs []string, now time.Time) corev1.PodStatus {
+	old := pod.Status
+	s := *old.DeepCopy()
+	s.QOSClass = podconfig.QOSClass(pod)
+	if s.StartTime == nil {
+		t := metav1.NewTime(now.Truncate(time.Second))
+		s.StartTime = &t
+	}
+	s.HostIP, s.HostIPs = "", nil
+	for _, ip := range hostIPs {
+		s.HostIPs = append(s.HostIPs, corev1.HostIP{IP: ip})
+	}
+	if len(hostIPs) > 0 {
+		s.HostIP = hostIPs[0]
+	}
+	ips := sandboxIPs(state.sandbox)
+	if pod.Spec.HostNetwork && state.sandbox != nil {
+		ips = hostIPs
+	}
+	if len(ips) > 0 {
+		s.PodIP, s.PodIPs = ips[0], nil
+		for _, ip := range ips {
+			s.PodIPs = append(s.PodIPs, corev1.PodIP{IP: ip})
+		}
+	}
+
+	s.ContainerStatuses = nil
+	var unready []string
+	for _, c := range pod.Spec.Containers {
+		cs := containerStatus(c, state.containers[c.Name], waiting[c.Name])
+		if len(pod.Spec.InitContainers) > 0 {
+			cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}
+		}
+		if !cs.Ready {
+			unready = append(unready, c.Name)
+		}
+		s.ContainerStatuses = append(s.ContainerStatuses, cs)
+	}
+	s.Phase = getPhase(pod, s.ContainerStatuses, false)
+	if old.Phase == corev1.PodSucceeded || old.Phase == corev1.PodFailed {
+		s.Phase = old.Phase // a terminal phase is final
+	}
+	s.Reason, s.Message = "", ""
+	if len(pod.Spec.InitContainers) > 0 {
+		s.Reason, s.Message = "InitContainersUnsupported", initContainersMessage
+	}
+
+	conds := []corev1.PodCondition{}
+	if c := findCondition(old.Conditions, corev1.PodScheduled); c != nil {
+		conds = append(conds, *c)
+	} else {
+		conds = append(conds, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue})
+	}
+	sandboxReady := state.sandbox != nil && state.sandbox.State == runtimeapi.PodSandboxState_SANDBOX_READY
+	conds = append(conds, boolCondition(corev1.PodReadyToStartContainers, sandboxReady, "", ""))
+	if len(pod.Spec.InitContainers) > 0 {
+		names := make([]string, len(pod.Spec.InitContainers))
+		for i, c := range pod.Spec.InitContainers {
+			names[i] = c.Name
+		}
+		conds = append(conds, boolCondition(corev1.PodInitialized, false, "ContainersNotInitialized",
+			fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(names, " "))))
+	} else {
+		conds = append(conds, boolCondition(corev1.PodInitialized, true, "", ""))
+	}
+	reason, message := "", ""
+	switch {
+	case s.Phase == corev1.PodSucceeded || s.Phase == corev1.PodFailed:
+		reason = "PodCompleted"
+	case len(unready) > 0:
+		reason, message = "ContainersNotReady", fmt.Sprintf("containers with unready status: [%s]", strings.Join(unready, " "))
+	}
+	ready := len(unready) == 0 && reason == ""
+	conds = append(conds, boolCondition(corev1.ContainersReady, ready, reason, message))
+	conds = append(conds, boolCondition(corev1.PodReady, ready, reason, message))
+	// Keep the other writers' conditions, and the transition times of
+	// conditions whose status did not change.
+	for _, c := range old.Conditions {
+		if findCondition(conds, c.Type) == nil {
+			conds = append(conds, c)
+		}
+	}
+	for i := range conds {
+		c := &conds[i]
+		if prev := findCondition(old.Conditions, c.Type); prev != nil && prev.Status == c.Status {
+			c.LastTransitionTime = prev.LastTransitionTime
+			c.LastProbeTime = prev.LastProbeTime
+		} else if c.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
+		}
+	}
+	s.Conditions = conds
+	return s
+}
+
+func boolCondition(t corev1.PodConditionType, ok bool, reason, message string) corev1.PodCondition {
+	c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: reason, Message: message}
+	if ok {
+		c.Status, c.Reason, c.Message = corev1.ConditionTrue, "", ""
+	}
+	return c
+}
+
+func findCondition(conds []corev1.PodCondition, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// containerStatus is c's status from the runtime's (nil when c has no
+// container yet: then it waits, for waiting's reason if known).
+func containerStatus(c corev1.Container, rs *runtimeapi.ContainerStatus, waiting *corev1.ContainerStateWaiting) corev1.ContainerStatus {
+	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image, RestartCount: 0, Started: new(bool)}
+	if rs == nil {
+		if waiting == nil {
+			waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
+		}
+		cs.State.Waiting = waiting
+		return cs
+	}
+	cs.ContainerID = "containerd://" + rs.Id
+	cs.ImageID = rs.ImageRef
+	switch rs.State {
+	case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: unixTime(rs.StartedAt)}
+		cs.Ready, *cs.Started = true, true
+	case runtimeapi.ContainerState_CONTAINER_EXITED:
+		reason := rs.Reason
+		if reason == "" {
+			reason = "Error"
+			if rs.ExitCode == 0 {
+				reason = "Completed"
+			}
+		}
+		cs.State.Terminated = &corev1.ContainerStateTerminated{
+			ExitCode: rs.ExitCode, Reason: reason, Message: rs.Message,
+			StartedAt: unixTime(rs.StartedAt), FinishedAt: unixTime(rs.FinishedAt), ContainerID: cs.ContainerID,
+		}
+	case runtimeapi.ContainerState_CONTAINER_CREATED:
+		if waiting == nil {
+			waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
+		}
+		cs.State.Waiting = waiting
+	default:
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerStatusUnknown", Message: "The container's state is unknown to the runtime"}
+	}
+	return cs
+}
+
+// unixTime turns CRI nanoseconds into an API time, in whole seconds as
+// the API stores it (so an unchanged status compares equal).
+func unixTime(ns int64) metav1.Time {
+	if ns == 0 {
+		return metav1.Time{}
+	}
+	return metav1.NewTime(time.Unix(ns/int64(time.Second), 0))
+}
+
+// getPhase is the pod's phase from its containers' statuses, as upstream's
+// kubelet computes it (init containers aside). podIsTerminal says the
+// pod's containers will not run again.
+func getPhase(pod *corev1.Pod, statuses []corev1.ContainerStatus, podIsTerminal bool) corev1.PodPhase {
+	var unknown, running, waiting, stopped, succeeded int
+	for _, c := range pod.Spec.Containers {
+		var cs *corev1.ContainerStatus
+		for i := range statuses {
+			if statuses[i].Name == c.Name {
+				cs = &statuses[i]
+			}
+		}
+		switch {
+		case cs == nil:
+			unknown++
+		case cs.State.Running != nil:
+			running++
+		case cs.State.Terminated != nil:
+			stopped++
+			if cs.State.Terminated.ExitCode == 0 {
+				succeeded++
+			}
+		case cs.State.Waiting != nil:
+			if cs.LastTerminationState.Terminated != nil {
+				stopped++
+			} else {
+				waiting++
+			}
+		default:
+			unknown++
+		}
+	}
+	switch {
+	case waiting > 0:
+		return corev1.PodPending
+	case running > 0 && unknown == 0:
+		return corev1.PodRunning
+	case running == 0 && stopped > 0 && unknown == 0:
+		if podIsTerminal {
+			if stopped == succeeded {
+				return corev1.PodSucceeded
+			}
+			return corev1.PodFailed
+		}
+		if pod.Spec.RestartPolicy == corev1.RestartPolicyAlways {
+			return corev1.PodRunning // it restarts (in time)
+		}
+		if stopped == succeeded {
+			return corev1.PodSucceeded
+		}
+		if pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+			return corev1.PodFailed
+		}
+		return corev1.PodRunning // OnFailure restarts the failed
+	default:
+		return corev1.PodPending
+	}
+}

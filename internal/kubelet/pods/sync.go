@@ -1,0 +1,373 @@
+package pods
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"orch/internal/kubelet/podconfig"
+)
+
+var everything = labels.Everything()
+
+// minGracePeriod is upstream's minimumGracePeriodInSeconds: a container
+// always gets this long to stop.
+const minGracePeriod = 2
+
+// podState is what the runtime has of one pod.
+type podState struct {
+	sandbox    *runtimeapi.PodSandboxStatus           // the newest sandbox; nil when none
+	containers map[string]*runtimeapi.ContainerStatus // by container name, newest
+}
+
+// sync makes the runtime match the pod of key and writes the pod's status.
+func (w *Workers) sync(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	pod, err := w.lister.Pods(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return w.killStale(ctx, ns, name, "")
+	}
+	if err != nil {
+		return err
+	}
+	// Sandboxes of an earlier pod of the same name go first.
+	if err := w.killStale(ctx, ns, name, string(pod.UID)); err != nil {
+		return err
+	}
+	if pod.DeletionTimestamp != nil {
+		return w.terminate(ctx, pod)
+	}
+	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		// Its containers have all exited: the sandbox goes too (and its
+		// IP with it), the object stays with its final status.
+		return w.stopSandboxes(ctx, string(pod.UID))
+	}
+	var syncErr error
+	if len(pod.Spec.InitContainers) == 0 {
+		syncErr = w.run(ctx, pod)
+	}
+	state, err := w.state(ctx, string(pod.UID))
+	if err != nil {
+		return errors.Join(syncErr, err)
+	}
+	return errors.Join(syncErr, w.writeStatus(ctx, pod, state))
+}
+
+// run starts what is missing of pod: its sandbox, then its containers.
+func (w *Workers) run(ctx context.Context, pod *corev1.Pod) error {
+	qos := podconfig.QOSClass(pod)
+	sbConfig, err := podconfig.SandboxConfig(pod, w.node, podconfig.Sandbox{
+		CgroupParent: podconfig.PodCgroupName(pod, qos, w.SystemdCgroups),
+		LogDirectory: podconfig.PodLogDirectory(w.LogRoot, pod),
+		DNS:          nil, // not yet: the runtime's default resolv.conf applies
+	})
+	if err != nil {
+		w.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+		return err
+	}
+	// The runtime writes container logs there, as upstream's kubelet
+	// prepares them: <root>/<ns>_<name>_<uid>/<container>/.
+	for _, c := range pod.Spec.Containers {
+		if err := os.MkdirAll(filepath.Join(sbConfig.LogDirectory, c.Name), 0o755); err != nil {
+			return fmt.Errorf("make the log directory of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+	}
+	state, err := w.state(ctx, string(pod.UID))
+	if err != nil {
+		return err
+	}
+	if state.sandbox == nil {
+		if _, err := w.runtime.RunPodSandbox(ctx, sbConfig, ""); err != nil {
+			w.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+			return fmt.Errorf("run the sandbox of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		if state, err = w.state(ctx, string(pod.UID)); err != nil {
+			return err
+		}
+		if state.sandbox == nil {
+			return fmt.Errorf("the sandbox of pod %s/%s is not listed after RunPodSandbox", pod.Namespace, pod.Name)
+		}
+	}
+	if state.sandbox.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+		return nil // a dead sandbox is not replaced yet
+	}
+	podIPs := sandboxIPs(state.sandbox)
+	if pod.Spec.HostNetwork {
+		podIPs = w.node.HostIPs
+	}
+	var errs []error
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if err := w.runContainer(ctx, pod, c, state, sbConfig, podIPs); err != nil {
+			errs = append(errs, fmt.Errorf("container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// runContainer creates and starts c unless it exists; a container that
+// exited stays exited.
+func (w *Workers) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, state podState, sbConfig *runtimeapi.PodSandboxConfig, podIPs []string) error {
+	if cs := state.containers[c.Name]; cs != nil {
+		if cs.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+			return nil
+		}
+		return w.startContainer(ctx, pod, c, cs.Id) // created before, its start failed
+	}
+	img, err := w.ensureImage(ctx, pod, c, sbConfig)
+	if err != nil {
+		return err
+	}
+	uid, username := img.GetUid(), img.GetUsername()
+	var imageUID *int64
+	if uid != nil {
+		v := uid.Value
+		imageUID = &v
+	}
+	cfg, err := podconfig.ContainerConfig(pod, c, w.node, podconfig.Container{
+		ImageRef: img.Id, ImageUID: imageUID, ImageUsername: username, PodIPs: podIPs,
+	}, envSource{w.client})
+	if err != nil {
+		w.setWaiting(pod, c.Name, "CreateContainerConfigError", err.Error())
+		w.recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
+		return err
+	}
+	id, err := w.runtime.CreateContainer(ctx, state.sandbox.Id, cfg, sbConfig)
+	if err != nil {
+		w.setWaiting(pod, c.Name, "CreateContainerError", err.Error())
+		w.recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
+		return err
+	}
+	w.setWaiting(pod, c.Name, "", "")
+	w.recorder.Eventf(pod, corev1.EventTypeNormal, "Created", "Created container: %s", c.Name)
+	return w.startContainer(ctx, pod, c, id)
+}
+
+func (w *Workers) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string) error {
+	if err := w.runtime.StartContainer(ctx, id); err != nil {
+		w.recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
+		return err
+	}
+	w.recorder.Eventf(pod, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	return nil
+}
+
+// ensureImage returns c's image, pulling it when the runtime lacks it.
+func (w *Workers) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sbConfig *runtimeapi.PodSandboxConfig) (*runtimeapi.Image, error) {
+	spec := &runtimeapi.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image}
+	res, err := w.runtime.ImageStatus(ctx, spec, false)
+	if err != nil {
+		w.setWaiting(pod, c.Name, "ErrImagePull", err.Error())
+		return nil, err
+	}
+	if res.GetImage() != nil && c.ImagePullPolicy != corev1.PullAlways {
+		w.recorder.Eventf(pod, corev1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
+		return res.Image, nil
+	}
+	if c.ImagePullPolicy == corev1.PullNever && res.GetImage() == nil {
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+		w.setWaiting(pod, c.Name, "ErrImageNeverPull", msg)
+		w.recorder.Event(pod, corev1.EventTypeWarning, "ErrImageNeverPull", msg)
+		return nil, errors.New(msg)
+	}
+	w.recorder.Eventf(pod, corev1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
+	start := time.Now()
+	if _, err := w.runtime.PullImage(ctx, spec, nil, sbConfig); err != nil {
+		w.setWaiting(pod, c.Name, "ErrImagePull", err.Error())
+		w.recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
+		return nil, err
+	}
+	w.recorder.Eventf(pod, corev1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, time.Since(start).Round(time.Millisecond))
+	if res, err = w.runtime.ImageStatus(ctx, spec, false); err != nil {
+		return nil, err
+	}
+	if res.GetImage() == nil {
+		return nil, fmt.Errorf("image %q is missing after it was pulled", c.Image)
+	}
+	return res.Image, nil
+}
+
+// state reads the runtime's sandboxes and containers of the pod with uid.
+func (w *Workers) state(ctx context.Context, uid string) (podState, error) {
+	var st podState
+	sandboxes, err := w.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
+		LabelSelector: map[string]string{podconfig.LabelPodUID: uid}})
+	if err != nil {
+		return st, err
+	}
+	if len(sandboxes) == 0 {
+		return st, nil
+	}
+	newest := sandboxes[0]
+	for _, sb := range sandboxes[1:] {
+		if sb.CreatedAt > newest.CreatedAt {
+			newest = sb
+		}
+	}
+	sbStatus, err := w.runtime.PodSandboxStatus(ctx, newest.Id, false)
+	if err != nil {
+		return st, err
+	}
+	st.sandbox = sbStatus.GetStatus()
+	containers, err := w.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: newest.Id})
+	if err != nil {
+		return st, err
+	}
+	sort.Slice(containers, func(i, j int) bool { return containers[i].CreatedAt < containers[j].CreatedAt })
+	st.containers = map[string]*runtimeapi.ContainerStatus{}
+	for _, c := range containers {
+		res, err := w.runtime.ContainerStatus(ctx, c.Id, false)
+		if err != nil {
+			return st, err
+		}
+		st.containers[c.GetMetadata().GetName()] = res.GetStatus() // the newest wins
+	}
+	return st, nil
+}
+
+// terminate stops pod's containers and sandboxes and deletes the pod.
+func (w *Workers) terminate(ctx context.Context, pod *corev1.Pod) error {
+	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	if pod.DeletionGracePeriodSeconds != nil {
+		grace = *pod.DeletionGracePeriodSeconds
+	} else if pod.Spec.TerminationGracePeriodSeconds != nil {
+		grace = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if err := w.kill(ctx, pod, podconfig.LabelPodUID, string(pod.UID), grace); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	delete(w.waiting, string(pod.UID))
+	w.mu.Unlock()
+	uid := pod.UID
+	err := w.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// killStale stops and removes the sandboxes of namespace/name whose pod
+// UID is not keep (all of them when keep is empty): their pod is gone.
+func (w *Workers) killStale(ctx context.Context, namespace, name, keep string) error {
+	sandboxes, err := w.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{
+		podconfig.LabelPodNamespace: namespace, podconfig.LabelPodName: name}})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, sb := range sandboxes {
+		uid := sb.Labels[podconfig.LabelPodUID]
+		if keep != "" && uid == keep {
+			continue
+		}
+		errs = append(errs, w.kill(ctx, nil, podconfig.LabelPodUID, uid, minGracePeriod))
+		w.mu.Lock()
+		delete(w.waiting, uid)
+		w.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// kill stops the containers of the sandboxes labelled key=value within
+// grace seconds, then stops and removes the sandboxes. pod, when not nil,
+// gets the Killing events.
+func (w *Workers) kill(ctx context.Context, pod *corev1.Pod, key, value string, grace int64) error {
+	grace = max(grace, minGracePeriod)
+	sandboxes, err := w.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{key: value}})
+	if err != nil {
+		return err
+	}
+	for _, sb := range sandboxes {
+		containers, err := w.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: sb.Id})
+		if err != nil {
+			return err
+		}
+		for _, c := range containers {
+			if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING && c.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+				continue
+			}
+			if pod != nil {
+				w.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.GetMetadata().GetName())
+			}
+			if err := w.runtime.StopContainer(ctx, c.Id, grace); err != nil {
+				return err
+			}
+		}
+		if err := w.runtime.StopPodSandbox(ctx, sb.Id); err != nil {
+			return err
+		}
+		if err := w.runtime.RemovePodSandbox(ctx, sb.Id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stopSandboxes stops the ready sandboxes of the pod with uid.
+func (w *Workers) stopSandboxes(ctx context.Context, uid string) error {
+	sandboxes, err := w.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
+		LabelSelector: map[string]string{podconfig.LabelPodUID: uid},
+		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
+	if err != nil {
+		return err
+	}
+	for _, sb := range sandboxes {
+		if err := w.runtime.StopPodSandbox(ctx, sb.Id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *Workers) setWaiting(pod *corev1.Pod, container, reason, message string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	uid := string(pod.UID)
+	if reason == "" {
+		delete(w.waiting[uid], container)
+		return
+	}
+	if w.waiting[uid] == nil {
+		w.waiting[uid] = map[string]*corev1.ContainerStateWaiting{}
+	}
+	w.waiting[uid][container] = &corev1.ContainerStateWaiting{Reason: reason, Message: message}
+}
+
+func (w *Workers) waitingOf(pod *corev1.Pod) map[string]*corev1.ContainerStateWaiting {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]*corev1.ContainerStateWaiting{}
+	for k, v := range w.waiting[string(pod.UID)] {
+		out[k] = v.DeepCopy()
+	}
+	return out
+}
+
+// sandboxIPs are the sandbox's IPs, the primary first.
+func sandboxIPs(sb *runtimeapi.PodSandboxStatus) []string {
+	n := sb.GetNetwork()
+	if n.GetIp() == "" {
+		return nil
+	}
+	ips := []string{n.Ip}
+	for _, ip := range n.GetAdditionalIps() {
+		ips = append(ips, ip.GetIp())
+	}
+	return ips
+}

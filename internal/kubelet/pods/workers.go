@@ -1,0 +1,184 @@
+package pods
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	listerscorev1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"orch/internal/kubelet/cri"
+	"orch/internal/kubelet/podconfig"
+)
+
+// Runtime is the part of the CRI the pod workers call.
+type Runtime interface {
+	RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error)
+	StopPodSandbox(ctx context.Context, id string) error
+	RemovePodSandbox(ctx context.Context, id string) error
+	PodSandboxStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error)
+	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
+	CreateContainer(ctx context.Context, podSandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
+	StartContainer(ctx context.Context, id string) error
+	StopContainer(ctx context.Context, id string, timeout int64) error
+	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
+	ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
+	ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error)
+	PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
+}
+
+var (
+	_ Runtime = (*cri.Runtime)(nil)
+	_ Runtime = (*cri.Fake)(nil)
+)
+
+// Workers runs the pods bound to one node. Set the exported fields, if at
+// all, before Start.
+type Workers struct {
+	// LogRoot holds the pods' log directories (default /var/log/pods).
+	LogRoot string
+	// SystemdCgroups names pod cgroups as systemd slices.
+	SystemdCgroups bool
+	// Relist is how often every pod is synced again, to notice containers
+	// that exited (default 1 s, as upstream's PLEG relist).
+	Relist time.Duration
+	// Parallel is the number of pods synced at once (default 4).
+	Parallel int
+	// Now is the clock of status timestamps (time.Now when nil).
+	Now func() time.Time
+
+	client   kubernetes.Interface
+	node     podconfig.Node
+	runtime  Runtime
+	log      *slog.Logger
+	recorder record.EventRecorder
+	lister   listerscorev1.PodLister
+	queue    workqueue.TypedRateLimitingInterface[string]
+
+	mu      sync.Mutex
+	waiting map[string]map[string]*corev1.ContainerStateWaiting // pod UID → container → why it waits
+}
+
+// New returns the pod workers of node (node.Name is the node's name).
+func New(client kubernetes.Interface, node podconfig.Node, runtime Runtime, log *slog.Logger) *Workers {
+	return &Workers{
+		client: client, node: node, runtime: runtime, log: log.With("component", "pods", "node", node.Name),
+		waiting: map[string]map[string]*corev1.ContainerStateWaiting{},
+	}
+}
+
+// Start watches the node's pods and syncs them until ctx ends.
+func (w *Workers) Start(ctx context.Context) error {
+	if w.LogRoot == "" {
+		w.LogRoot = "/var/log/pods"
+	}
+	if w.Relist <= 0 {
+		w.Relist = time.Second
+	}
+	if w.Parallel <= 0 {
+		w.Parallel = 4
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: w.client.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	w.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: w.node.Name})
+
+	factory := informers.NewSharedInformerFactoryWithOptions(w.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", w.node.Name).String()
+	}))
+	informer := factory.Core().V1().Pods()
+	w.lister = informer.Lister()
+	w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "pods"})
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			w.queue.Add(key)
+		}
+	}
+	if _, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) }, DeleteFunc: enqueue,
+	}); err != nil {
+		return fmt.Errorf("watch the pods of node %q: %w", w.node.Name, err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	defer w.queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), informer.Informer().HasSynced) {
+		return ctx.Err()
+	}
+
+	var wg sync.WaitGroup
+	for range w.Parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for w.processNext(ctx) {
+			}
+		}()
+	}
+	wait.UntilWithContext(ctx, w.relist, w.Relist)
+	w.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// relist queues every pod of the node and every pod the runtime has a
+// sandbox of (so that those of deleted pods are cleaned up).
+func (w *Workers) relist(ctx context.Context) {
+	pods, err := w.lister.List(everything)
+	if err != nil {
+		w.log.Error("list pods", "err", err)
+	}
+	for _, p := range pods {
+		w.queue.Add(p.Namespace + "/" + p.Name)
+	}
+	sandboxes, err := w.runtime.ListPodSandbox(ctx, nil)
+	if err != nil {
+		w.log.Warn("list pod sandboxes", "err", err)
+		return
+	}
+	for _, sb := range sandboxes {
+		ns, name := sb.Labels[podconfig.LabelPodNamespace], sb.Labels[podconfig.LabelPodName]
+		if ns != "" && name != "" {
+			w.queue.Add(ns + "/" + name)
+		}
+	}
+}
+
+func (w *Workers) processNext(ctx context.Context) bool {
+	key, quit := w.queue.Get()
+	if quit {
+		return false
+	}
+	defer w.queue.Done(key)
+	if err := w.sync(ctx, key); err != nil {
+		if ctx.Err() == nil {
+			w.log.Info("sync pod", "pod", key, "err", err)
+		}
+		w.queue.AddRateLimited(key)
+		return true
+	}
+	w.queue.Forget(key)
+	return true
+}
+
+func (w *Workers) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
+}
