@@ -1,57 +1,33 @@
 package network
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
-	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"orch/internal/kubelet/containerd"
+	"orch/internal/kubelet/containerd/containerdtest"
 	"orch/internal/kubelet/cri"
 	"orch/internal/kubelet/images"
 )
-
-// requireRealParts fails (never skips) when the pod network test cannot
-// run here, and says how to fix it.
-func requireRealParts(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("this test runs containerd, runc and the CNI plugins and must run as root (make test does; scripts/test-deps.sh installs what it needs)")
-	}
-	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ip", "iptables"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("%s is not installed: run scripts/test-deps.sh as root", bin)
-		}
-	}
-	for _, path := range []string{"/bin/busybox", "/usr/lib/cni/bridge", "/usr/lib/cni/host-local", "/usr/lib/cni/portmap", "/usr/lib/cni/loopback"} {
-		if _, err := os.Stat(path); err != nil {
-			t.Fatalf("%s is missing: run scripts/test-deps.sh as root (it installs busybox-static and containernetworking-plugins)", path)
-		}
-	}
-}
 
 // TestPodNetworkOnABridge runs two pods through the real containerd with
 // the conflist BridgeConfList writes, and checks that each gets an address
 // on the pod CIDR, that they ping and reach each other over HTTP, and that
 // the host reaches them. Removing the sandboxes frees their addresses.
 func TestPodNetworkOnABridge(t *testing.T) {
-	requireRealParts(t)
-	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	containerdtest.RequireCNI(t, "iptables")
+	log := containerdtest.Logger(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -63,7 +39,7 @@ func TestPodNetworkOnABridge(t *testing.T) {
 	bridge := fmt.Sprintf("orcht%d", os.Getpid()%1000000)
 	netName := "orch-test-" + bridge
 	mtu := DefaultMTU()
-	cfg := containerd.NewConfig(dir).WithState(filepath.Join(dir, "run"))
+	cfg := containerdtest.Config(dir)
 	opts := BridgeOptions{NetworkName: netName, Bridge: bridge, MTU: mtu, IPAMDataDir: filepath.Join(dir, "ipam")}
 	conf, err := BridgeConfList(podCIDR, opts)
 	if err != nil {
@@ -98,8 +74,8 @@ func TestPodNetworkOnABridge(t *testing.T) {
 	})
 	allowForwardingOnTheBridge(t, bridge)
 
-	sup := startContainerd(t, dir, cfg, log)
-	importImages(t, ctx, cfg, log)
+	sup := containerdtest.StartContainerd(t, dir, cfg, log, containerdtest.Options{MountsLeftFail: true})
+	containerdtest.ImportImages(t, ctx, cfg, log)
 	rt, err := cri.Connect(ctx, sup.Endpoint())
 	if err != nil {
 		t.Fatal(err)
@@ -308,102 +284,6 @@ func allowForwardingOnTheBridge(t *testing.T, bridge string) {
 			t.Errorf("iptables -D %s: %v: %s", strings.Join(rule, " "), err, out)
 		}
 	})
-}
-
-// startContainerd runs a supervised containerd in dir until the test
-// ends, and then checks that it and everything it started are gone.
-func startContainerd(t *testing.T, dir string, cfg containerd.Config, log *slog.Logger) *containerd.Supervisor {
-	t.Helper()
-	sup := containerd.NewSupervisor(cfg, log)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sup.Start(ctx) }()
-	t.Cleanup(func() {
-		pid := sup.Pid()
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Start returned %v after its context ended", err)
-		}
-		if pid != 0 && syscall.Kill(pid, 0) == nil {
-			t.Errorf("containerd (pid %d) still runs after Start returned", pid)
-		}
-		if t.Failed() {
-			data, _ := os.ReadFile(cfg.LogPath)
-			lines := strings.Split(string(data), "\n")
-			t.Logf("containerd log:\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
-		}
-		cleanUp(t, dir, cfg.Address)
-	})
-	select {
-	case <-sup.Ready():
-	case err := <-done:
-		t.Fatalf("supervisor ended: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("containerd not ready after 60 s")
-	}
-	return sup
-}
-
-// importImages imports the built-in pause image and a busybox image.
-func importImages(t *testing.T, ctx context.Context, cfg containerd.Config, log *slog.Logger) {
-	t.Helper()
-	if err := os.MkdirAll(cfg.ImagesDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(filepath.Join(cfg.ImagesDir, "busybox.tar"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := images.WriteBusybox(f, "/bin/busybox", runtime.GOARCH); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	store, err := containerd.NewStore(cfg.Address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	im := containerd.NewImporter(store, cfg.ImagesDir, cfg.ImportState, containerd.Builtins(runtime.GOARCH), log)
-	im.Settle = 0
-	if _, err := im.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// cleanUp kills the processes of the containerd at address that are left
-// (its shims: the test failed to remove a pod) and unmounts what is left
-// under dir, reporting both as errors.
-func cleanUp(t *testing.T, dir, address string) {
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		cmdline, err := os.ReadFile(p)
-		if err != nil || !strings.Contains(string(cmdline), address) {
-			continue
-		}
-		var pid int
-		fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid)
-		t.Errorf("process %d still runs after the test: %q", pid, strings.ReplaceAll(string(cmdline), "\x00", " "))
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	var mounts []string
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if fields := strings.Fields(s.Text()); len(fields) > 4 && strings.HasPrefix(fields[4], dir) {
-			mounts = append(mounts, fields[4])
-		}
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(mounts)))
-	for _, m := range mounts {
-		t.Errorf("still mounted after the test: %s", m)
-		syscall.Unmount(m, syscall.MNT_DETACH)
-	}
 }
 
 func iptablesSave(t *testing.T) string {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,18 +17,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"orch/internal/controller/controllertest"
+	"orch/internal/kubelet/containerd/containerdtest"
 	"orch/internal/kubelet/cri"
 )
 
 var _ RuntimeConfigUpdater = (*cri.Runtime)(nil)
 var _ RuntimeConfigUpdater = (*cri.Fake)(nil)
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
 
 func createNode(t *testing.T, client kubernetes.Interface, name, podCIDR string) {
 	t.Helper()
@@ -64,7 +57,7 @@ func TestCNIConfigWriter(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "net.d")
 	opts := BridgeOptions{MTU: 1400}
 	w := NewCNIConfigWriter(CNIConfig{NodeName: "n1", ConfDir: dir, Bridge: opts, Resync: time.Second},
-		client, rt, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
+		client, rt, containerdtest.Logger(t))
 	if w.Path() != filepath.Join(dir, "10-orch.conflist") {
 		t.Errorf("Path() = %q", w.Path())
 	}

@@ -165,8 +165,6 @@ func TestImporterFailsWithoutItsBuiltins(t *testing.T) {
 	}
 }
 
-func zstdWriter(w io.Writer) (io.WriteCloser, error) { return zstd.NewWriter(w) }
-
 func TestImporterIsReadyOnceTheBuiltinsAreIn(t *testing.T) {
 	store := &fakeStore{images: map[string]bool{}, down: true}
 	im := NewImporter(store, t.TempDir(), filepath.Join(t.TempDir(), "s.json"),

@@ -1,12 +1,10 @@
-package containerd
+package containerd_test
 
 import (
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,107 +16,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"orch/internal/kubelet/containerd"
+	"orch/internal/kubelet/containerd/containerdtest"
 	"orch/internal/kubelet/cri"
 	"orch/internal/kubelet/images"
 )
 
-// requireRuntime fails (never skips) when this test cannot run the real
-// runtime, and says how to fix it.
-func requireRuntime(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("this test runs containerd and runc and must run as root (make test does; scripts/test-deps.sh installs what it needs)")
-	}
-	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "runc"} {
-		requireBinary(t, bin)
-	}
-	if _, err := os.Stat("/bin/busybox"); err != nil {
-		t.Fatal("/bin/busybox is missing: run scripts/test-deps.sh as root (it installs busybox-static)")
-	}
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
-// startContainerd runs a supervised containerd in dir until the test ends,
-// and then checks that it and everything it started are gone.
-func startContainerd(t *testing.T, dir string, log *slog.Logger) (*Supervisor, Config) {
-	t.Helper()
-	cfg := NewConfig(dir).WithState(filepath.Join(dir, "run"))
-	sup := NewSupervisor(cfg, log)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sup.Start(ctx) }()
-	t.Cleanup(func() {
-		pid := sup.Pid()
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Start returned %v after its context ended", err)
-		}
-		if pid != 0 && syscall.Kill(pid, 0) == nil {
-			t.Errorf("containerd (pid %d) still runs after Start returned", pid)
-		}
-		if t.Failed() {
-			t.Logf("containerd log:\n%s", tail(cfg.LogPath, 40))
-		}
-		cleanUp(t, dir, cfg.Address)
-	})
-	select {
-	case <-sup.Ready():
-	case err := <-done:
-		t.Fatalf("supervisor ended: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("containerd not ready after 60 s; log:\n%s", tail(cfg.LogPath, 40))
-	}
-	return sup, cfg
-}
-
-// cleanUp kills the shims of the containerd at address (processes this
-// test started) and unmounts what is left under dir.
-func cleanUp(t *testing.T, dir, address string) {
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		cmdline, err := os.ReadFile(p)
-		if err != nil || !strings.Contains(string(cmdline), address) {
-			continue
-		}
-		var pid int
-		fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid)
-		t.Errorf("process %d still runs after the test: %q", pid, strings.ReplaceAll(string(cmdline), "\x00", " "))
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	var mounts []string
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if fields := strings.Fields(s.Text()); len(fields) > 4 && strings.HasPrefix(fields[4], dir) {
-			mounts = append(mounts, fields[4])
-		}
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(mounts)))
-	for _, m := range mounts {
-		t.Logf("unmounting %s", m)
-		syscall.Unmount(m, syscall.MNT_DETACH)
-	}
-}
-
 // TestRuntimeEndToEnd runs a busybox container through the whole stack:
 // the supervised containerd, the image importer and the CRI client.
 func TestRuntimeEndToEnd(t *testing.T) {
-	requireRuntime(t)
-	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	containerdtest.RequireRuntime(t)
+	log := containerdtest.Logger(t)
 	dir := t.TempDir()
-	sup, cfg := startContainerd(t, dir, log)
+	cfg := containerdtest.Config(dir)
+	sup := containerdtest.StartContainerd(t, dir, cfg, log, containerdtest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -129,12 +43,12 @@ func TestRuntimeEndToEnd(t *testing.T) {
 	}
 	busybox := filepath.Join(cfg.ImagesDir, "busybox.tar.zst")
 	writeZstdBusybox(t, busybox)
-	store, err := NewStore(cfg.Address)
+	store, err := containerd.NewStore(cfg.Address)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	im := NewImporter(store, cfg.ImagesDir, cfg.ImportState, Builtins(runtime.GOARCH), log)
+	im := containerd.NewImporter(store, cfg.ImagesDir, cfg.ImportState, containerd.Builtins(runtime.GOARCH), log)
 	im.Settle = 0
 	imported, err := im.Sync(ctx)
 	if err != nil {
@@ -285,7 +199,7 @@ func TestRuntimeEndToEnd(t *testing.T) {
 
 	// The importer, run again (and as after an agent restart, from its state
 	// file), finds nothing new.
-	for _, imp := range []*Importer{im, NewImporter(store, cfg.ImagesDir, cfg.ImportState, Builtins(runtime.GOARCH), log)} {
+	for _, imp := range []*containerd.Importer{im, containerd.NewImporter(store, cfg.ImagesDir, cfg.ImportState, containerd.Builtins(runtime.GOARCH), log)} {
 		imp.Settle = 0
 		if again, err := imp.Sync(ctx); err != nil || len(again) != 0 {
 			t.Errorf("second import: %q, %v; want nothing imported", again, err)
@@ -303,7 +217,7 @@ func writeZstdBusybox(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	zw, err := zstdWriter(f)
+	zw, err := zstd.NewWriter(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,17 +255,23 @@ func sameSet(a, b []string) bool {
 	return slices.Equal(a, b)
 }
 
+// eventually polls cond until it holds or timeout passes.
 func eventually(timeout time.Duration, cond func() bool) bool {
-	return waitFor(cond, timeout)
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
 }
 
 // TestSupervisorStopsALeftoverContainerd: a containerd that an earlier orch
 // left running on the same state (it died without stopping it) holds the
 // socket and the database; the supervisor stops it before it starts its own.
 func TestSupervisorStopsALeftoverContainerd(t *testing.T) {
-	requireRuntime(t)
+	containerdtest.RequireRuntime(t)
 	dir := t.TempDir()
-	cfg := NewConfig(dir).WithState(filepath.Join(dir, "run"))
+	cfg := containerdtest.Config(dir)
 	for _, d := range []string{filepath.Dir(cfg.ConfigPath), cfg.State} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -360,7 +280,11 @@ func TestSupervisorStopsALeftoverContainerd(t *testing.T) {
 	if err := os.WriteFile(cfg.ConfigPath, cfg.TOML(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	leftover := exec.Command(requireBinary(t, "containerd"), "--config", cfg.ConfigPath)
+	containerdBin, err := exec.LookPath("containerd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leftover := exec.Command(containerdBin, "--config", cfg.ConfigPath)
 	if err := leftover.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +298,7 @@ func TestSupervisorStopsALeftoverContainerd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	sup, _ := startContainerd(t, dir, slog.New(slog.NewTextHandler(testWriter{t}, nil)))
+	sup := containerdtest.StartContainerd(t, dir, cfg, containerdtest.Logger(t), containerdtest.Options{})
 	select {
 	case <-exited:
 	case <-time.After(10 * time.Second):

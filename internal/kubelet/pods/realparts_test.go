@@ -3,12 +3,10 @@ package pods
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,53 +17,27 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"orch/internal/controller/controllertest"
-	"orch/internal/kubelet/containerd"
+	"orch/internal/kubelet/containerd/containerdtest"
 	"orch/internal/kubelet/cri"
 	"orch/internal/kubelet/images"
 	"orch/internal/kubelet/podconfig"
 	"orch/internal/network"
 )
 
-// requireRealParts fails (never skips) when this test cannot run the real
-// runtime, and says how to fix it.
-func requireRealParts(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("this test runs containerd, runc and the CNI plugins and must run as root (make test does; scripts/test-deps.sh installs what it needs)")
-	}
-	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ip"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("%s is not installed: run scripts/test-deps.sh as root", bin)
-		}
-	}
-	for _, path := range []string{"/bin/busybox", "/usr/lib/cni/bridge", "/usr/lib/cni/host-local", "/usr/lib/cni/portmap", "/usr/lib/cni/loopback"} {
-		if _, err := os.Stat(path); err != nil {
-			t.Fatalf("%s is missing: run scripts/test-deps.sh as root (it installs busybox-static and containernetworking-plugins)", path)
-		}
-	}
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
 // TestWorkersWithRealContainerd runs a busybox pod through the workers, a
 // real containerd and a bridge pod network: it reaches Running with a real
 // container ID and a pod IP on the pod CIDR, and its deletion stops and
 // removes its containers and sandbox and deletes the object.
 func TestWorkersWithRealContainerd(t *testing.T) {
-	requireRealParts(t)
-	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	containerdtest.RequireCNI(t)
+	log := containerdtest.Logger(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
 	const podCIDR = "10.244.9.0/24"
 	bridge := fmt.Sprintf("orchp%d", os.Getpid()%1000000)
-	cfg := containerd.NewConfig(dir).WithState(filepath.Join(dir, "run"))
+	cfg := containerdtest.Config(dir)
 	conf, err := network.BridgeConfList(podCIDR, network.BridgeOptions{NetworkName: "orch-test-" + bridge, Bridge: bridge,
 		MTU: network.DefaultMTU(), IPAMDataDir: filepath.Join(dir, "ipam")})
 	if err != nil {
@@ -79,8 +51,8 @@ func TestWorkersWithRealContainerd(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command("ip", "link", "del", bridge).Run() })
 
-	sup := startContainerd(t, dir, cfg, log)
-	importImages(t, ctx, cfg, log)
+	sup := containerdtest.StartContainerd(t, dir, cfg, log, containerdtest.Options{})
+	containerdtest.ImportImages(t, ctx, cfg, log)
 	rt, err := cri.Connect(ctx, sup.Endpoint())
 	if err != nil {
 		t.Fatal(err)
@@ -170,94 +142,5 @@ func removePodCgroups(t *testing.T, uid string) {
 		if err := syscall.Rmdir(d); err != nil {
 			t.Logf("rmdir %s: %v", d, err)
 		}
-	}
-}
-
-func startContainerd(t *testing.T, dir string, cfg containerd.Config, log *slog.Logger) *containerd.Supervisor {
-	t.Helper()
-	sup := containerd.NewSupervisor(cfg, log)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sup.Start(ctx) }()
-	t.Cleanup(func() {
-		pid := sup.Pid()
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Start returned %v after its context ended", err)
-		}
-		if pid != 0 && syscall.Kill(pid, 0) == nil {
-			t.Errorf("containerd (pid %d) still runs after Start returned", pid)
-		}
-		if t.Failed() {
-			data, _ := os.ReadFile(cfg.LogPath)
-			lines := strings.Split(string(data), "\n")
-			t.Logf("containerd log:\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
-		}
-		cleanUp(t, dir, cfg.Address)
-	})
-	select {
-	case <-sup.Ready():
-	case err := <-done:
-		t.Fatalf("supervisor ended: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("containerd not ready after 60 s")
-	}
-	return sup
-}
-
-func importImages(t *testing.T, ctx context.Context, cfg containerd.Config, log *slog.Logger) {
-	t.Helper()
-	if err := os.MkdirAll(cfg.ImagesDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(filepath.Join(cfg.ImagesDir, "busybox.tar"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := images.WriteBusybox(f, "/bin/busybox", runtime.GOARCH); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	store, err := containerd.NewStore(cfg.Address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	im := containerd.NewImporter(store, cfg.ImagesDir, cfg.ImportState, containerd.Builtins(runtime.GOARCH), log)
-	im.Settle = 0
-	if _, err := im.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// cleanUp kills the processes of the containerd at address that are left
-// (shims: the workers failed to remove the pod) and unmounts what is left
-// under dir, reporting the processes as errors.
-func cleanUp(t *testing.T, dir, address string) {
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		cmdline, err := os.ReadFile(p)
-		if err != nil || !strings.Contains(string(cmdline), address) {
-			continue
-		}
-		var pid int
-		fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid)
-		t.Errorf("process %d still runs after the test: %q", pid, strings.ReplaceAll(string(cmdline), "\x00", " "))
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return
-	}
-	var mounts []string
-	for _, line := range strings.Split(string(data), "\n") {
-		if fields := strings.Fields(line); len(fields) > 4 && strings.HasPrefix(fields[4], dir) {
-			mounts = append(mounts, fields[4])
-		}
-	}
-	for i := len(mounts) - 1; i >= 0; i-- {
-		syscall.Unmount(mounts[i], syscall.MNT_DETACH)
 	}
 }
