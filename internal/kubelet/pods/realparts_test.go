@@ -27,7 +27,10 @@ import (
 // TestWorkersWithRealContainerd runs a busybox pod through the workers, a
 // real containerd and a bridge pod network: it reaches Running with a real
 // container ID and a pod IP on the pod CIDR, and its deletion stops and
-// removes its containers and sandbox and deletes the object.
+// removes its containers and sandbox and deletes the object. A pod whose
+// container exits 1 under restartPolicy Always is restarted and goes into
+// CrashLoopBackOff; a pod's init container finishes before its main
+// container starts.
 func TestWorkersWithRealContainerd(t *testing.T) {
 	containerdtest.RequireCNI(t)
 	log := containerdtest.Logger(t)
@@ -105,14 +108,82 @@ func TestWorkersWithRealContainerd(t *testing.T) {
 		return strings.Contains(string(data), " stdout F hi\n"), nil
 	})
 
-	grace := int64(2)
-	if err := pods.Delete(ctx, "box", metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+	// A crash loop: restarted at once, then backing off.
+	crash, err := pods.Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "crash", Namespace: "work"},
+		Spec: corev1.PodSpec{NodeName: "node-1", RestartPolicy: corev1.RestartPolicyAlways, Containers: []corev1.Container{{
+			Name: "main", Image: images.BusyboxRef, ImagePullPolicy: corev1.PullNever,
+			Command: []string{"sh", "-c", "exit 1"}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "pod box gone", func() (bool, error) {
-		_, err := pods.Get(ctx, "box", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+	t.Cleanup(func() { removePodCgroups(t, string(crash.UID)) })
+	// An init container that must finish before the main container starts.
+	initPod, err := pods.Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "init", Namespace: "work"},
+		Spec: corev1.PodSpec{NodeName: "node-1",
+			InitContainers: []corev1.Container{{Name: "init", Image: images.BusyboxRef, ImagePullPolicy: corev1.PullNever,
+				Command: []string{"sh", "-c", "sleep 1"}}},
+			Containers: []corev1.Container{{Name: "main", Image: images.BusyboxRef, ImagePullPolicy: corev1.PullNever,
+				Command: []string{"sh", "-c", "sleep 3600"}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removePodCgroups(t, string(initPod.UID)) })
+	controllertest.Eventually(t, "pod crash in CrashLoopBackOff", func() (bool, error) {
+		p, err := pods.Get(ctx, "crash", metav1.GetOptions{})
+		if err != nil || len(p.Status.ContainerStatuses) != 1 {
+			return false, err
+		}
+		cs := p.Status.ContainerStatuses[0]
+		w, last := cs.State.Waiting, cs.LastTerminationState.Terminated
+		return cs.RestartCount >= 1 && w != nil && w.Reason == "CrashLoopBackOff" &&
+			strings.HasPrefix(w.Message, "back-off 10s restarting failed container=main pod=crash_work(") &&
+			last != nil && last.ExitCode == 1 && last.Reason == "Error", nil
 	})
+	controllertest.Eventually(t, "the BackOff event", func() (bool, error) {
+		ev := controllertest.Events(t, client, "work", "Pod", "crash")
+		return controllertest.CountPrefix(ev, "Warning BackOff Back-off restarting failed container main in pod crash_work(") > 0, nil
+	})
+	var initStatus, mainStatus corev1.ContainerStatus
+	controllertest.Eventually(t, "pod init running", func() (bool, error) {
+		p, err := pods.Get(ctx, "init", metav1.GetOptions{})
+		if err != nil || p.Status.Phase != corev1.PodRunning || len(p.Status.InitContainerStatuses) != 1 || len(p.Status.ContainerStatuses) != 1 {
+			return false, err
+		}
+		initStatus, mainStatus = p.Status.InitContainerStatuses[0], p.Status.ContainerStatuses[0]
+		c := findCondition(p.Status.Conditions, corev1.PodInitialized)
+		return c != nil && c.Status == corev1.ConditionTrue && c.Reason == "PodCompleted" && mainStatus.State.Running != nil, nil
+	})
+	if term := initStatus.State.Terminated; term == nil || term.ExitCode != 0 || term.Reason != "Completed" {
+		t.Fatalf("init container %+v", initStatus)
+	}
+	initRT, err := rt.ContainerStatus(ctx, strings.TrimPrefix(initStatus.ContainerID, "containerd://"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mainRT, err := rt.ContainerStatus(ctx, strings.TrimPrefix(mainStatus.ContainerID, "containerd://"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if initRT.Status.FinishedAt == 0 || mainRT.Status.StartedAt < initRT.Status.FinishedAt {
+		t.Errorf("main started at %d, before init finished at %d", mainRT.Status.StartedAt, initRT.Status.FinishedAt)
+	}
+
+	grace := int64(2)
+	for _, name := range []string{"box", "crash", "init"} {
+		if err := pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"box", "crash", "init"} {
+		controllertest.Eventually(t, "pod "+name+" gone", func() (bool, error) {
+			_, err := pods.Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+	}
 	sandboxes, err := rt.ListPodSandbox(ctx, nil)
 	if err != nil {
 		t.Fatal(err)

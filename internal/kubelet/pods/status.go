@@ -15,8 +15,9 @@ import (
 	"orch/internal/kubelet/podconfig"
 )
 
-// initContainersMessage is the status message of pods with init containers.
-const initContainersMessage = "orch does not run init containers yet: the pod is not started"
+// sidecarsMessage is the status message of pods with restartable init
+// containers (sidecars), which orch does not run yet.
+const sidecarsMessage = "orch does not run sidecar init containers (restartPolicy Always on an init container) yet: the pod is not started"
 
 // writeStatus writes pod's status as state shows it, when it changed.
 func (w *Workers) writeStatus(ctx context.Context, pod *corev1.Pod, state podState) error {
@@ -64,25 +65,32 @@ func podStatus(pod *corev1.Pod, state podState, waiting map[string]*corev1.Conta
 		}
 	}
 
+	hasInit := len(pod.Spec.InitContainers) > 0
+	defaultReason := "ContainerCreating"
+	if hasInit {
+		defaultReason = "PodInitializing"
+	}
+	s.InitContainerStatuses = nil
+	for _, c := range pod.Spec.InitContainers {
+		s.InitContainerStatuses = append(s.InitContainerStatuses,
+			containerStatus(pod, c, state.containers[c.Name], previous(state, c.Name), waiting[c.Name], defaultReason, true))
+	}
 	s.ContainerStatuses = nil
 	var unready []string
 	for _, c := range pod.Spec.Containers {
-		cs := containerStatus(c, state.containers[c.Name], waiting[c.Name])
-		if len(pod.Spec.InitContainers) > 0 {
-			cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}
-		}
+		cs := containerStatus(pod, c, state.containers[c.Name], previous(state, c.Name), waiting[c.Name], defaultReason, false)
 		if !cs.Ready {
 			unready = append(unready, c.Name)
 		}
 		s.ContainerStatuses = append(s.ContainerStatuses, cs)
 	}
-	s.Phase = getPhase(pod, s.ContainerStatuses, false)
+	s.Phase = podPhase(pod, s.InitContainerStatuses, s.ContainerStatuses)
 	if old.Phase == corev1.PodSucceeded || old.Phase == corev1.PodFailed {
 		s.Phase = old.Phase // a terminal phase is final
 	}
 	s.Reason, s.Message = "", ""
-	if len(pod.Spec.InitContainers) > 0 {
-		s.Reason, s.Message = "InitContainersUnsupported", initContainersMessage
+	if hasSidecars(pod) {
+		s.Reason, s.Message = "SidecarContainersUnsupported", sidecarsMessage
 	}
 
 	conds := []corev1.PodCondition{}
@@ -93,16 +101,7 @@ func podStatus(pod *corev1.Pod, state podState, waiting map[string]*corev1.Conta
 	}
 	sandboxReady := state.sandbox != nil && state.sandbox.State == runtimeapi.PodSandboxState_SANDBOX_READY
 	conds = append(conds, boolCondition(corev1.PodReadyToStartContainers, sandboxReady, "", ""))
-	if len(pod.Spec.InitContainers) > 0 {
-		names := make([]string, len(pod.Spec.InitContainers))
-		for i, c := range pod.Spec.InitContainers {
-			names[i] = c.Name
-		}
-		conds = append(conds, boolCondition(corev1.PodInitialized, false, "ContainersNotInitialized",
-			fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(names, " "))))
-	} else {
-		conds = append(conds, boolCondition(corev1.PodInitialized, true, "", ""))
-	}
+	conds = append(conds, initializedCondition(pod, s.InitContainerStatuses, s.ContainerStatuses))
 	reason, message := "", ""
 	switch {
 	case s.Phase == corev1.PodSucceeded || s.Phase == corev1.PodFailed:
@@ -133,6 +132,61 @@ func podStatus(pod *corev1.Pod, state podState, waiting map[string]*corev1.Conta
 	return s
 }
 
+// initializedCondition is upstream's GeneratePodInitializedCondition.
+func initializedCondition(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus) corev1.PodCondition {
+	if len(pod.Spec.InitContainers) == 0 {
+		return boolCondition(corev1.PodInitialized, true, "", "")
+	}
+	var incomplete []string
+	for _, cs := range initStatuses {
+		if t := cs.State.Terminated; t == nil || t.ExitCode != 0 {
+			incomplete = append(incomplete, cs.Name)
+		}
+	}
+	switch {
+	case len(incomplete) == 0:
+		return corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, Reason: "PodCompleted"}
+	case regularStarted(statuses):
+		return boolCondition(corev1.PodInitialized, true, "", "")
+	}
+	return boolCondition(corev1.PodInitialized, false, "ContainersNotInitialized",
+		fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(incomplete, " ")))
+}
+
+// regularStarted says whether any regular container ran: then the pod
+// was initialized (upstream's podHasInitialized).
+func regularStarted(statuses []corev1.ContainerStatus) bool {
+	for _, cs := range statuses {
+		if cs.State.Running != nil || cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// podPhase is getPhase with init containers, as upstream: a failed init
+// container under restartPolicy Never fails the pod; until they all
+// completed the pod is Pending.
+func podPhase(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus) corev1.PodPhase {
+	if len(pod.Spec.InitContainers) > 0 && !regularStarted(statuses) {
+		pending := false
+		for _, cs := range initStatuses {
+			t := cs.State.Terminated
+			switch {
+			case t != nil && t.ExitCode == 0:
+			case t != nil && pod.Spec.RestartPolicy == corev1.RestartPolicyNever:
+				return corev1.PodFailed
+			default:
+				pending = true
+			}
+		}
+		if pending || len(initStatuses) < len(pod.Spec.InitContainers) {
+			return corev1.PodPending
+		}
+	}
+	return getPhase(pod, statuses, false)
+}
+
 func boolCondition(t corev1.PodConditionType, ok bool, reason, message string) corev1.PodCondition {
 	c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: reason, Message: message}
 	if ok {
@@ -150,37 +204,50 @@ func findCondition(conds []corev1.PodCondition, t corev1.PodConditionType) *core
 	return nil
 }
 
-// containerStatus is c's status from the runtime's (nil when c has no
-// container yet: then it waits, for waiting's reason if known).
-func containerStatus(c corev1.Container, rs *runtimeapi.ContainerStatus, waiting *corev1.ContainerStateWaiting) corev1.ContainerStatus {
+// previous is the container of name before the newest, if any.
+func previous(state podState, name string) *runtimeapi.ContainerStatus {
+	if h := state.history[name]; len(h) > 1 {
+		return h[1]
+	}
+	return nil
+}
+
+// containerStatus is c's status from the runtime's newest container rs
+// and the one before it, prev (rs nil: c has no container yet, and waits
+// for waiting's reason if known, else defaultReason). An exited container
+// that is to be restarted shows as waiting (e.g. CrashLoopBackOff) when
+// waiting says why, its exit moved to lastState, as upstream.
+func containerStatus(pod *corev1.Pod, c corev1.Container, rs, prev *runtimeapi.ContainerStatus, waiting *corev1.ContainerStateWaiting, defaultReason string, init bool) corev1.ContainerStatus {
 	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image, RestartCount: 0, Started: new(bool)}
+	if waiting == nil {
+		waiting = &corev1.ContainerStateWaiting{Reason: defaultReason}
+	}
 	if rs == nil {
-		if waiting == nil {
-			waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
-		}
 		cs.State.Waiting = waiting
 		return cs
 	}
+	cs.RestartCount = int32(rs.GetMetadata().GetAttempt())
 	cs.ContainerID = "containerd://" + rs.Id
 	cs.ImageID = rs.ImageRef
+	if prev != nil && prev.State == runtimeapi.ContainerState_CONTAINER_EXITED {
+		cs.LastTerminationState.Terminated = terminatedState(prev)
+	}
 	switch rs.State {
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: unixTime(rs.StartedAt)}
-		cs.Ready, *cs.Started = true, true
+		*cs.Started = true
+		cs.Ready = !init // an init container is ready once it completed
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
-		reason := rs.Reason
-		if reason == "" {
-			reason = "Error"
-			if rs.ExitCode == 0 {
-				reason = "Completed"
-			}
-		}
-		cs.State.Terminated = &corev1.ContainerStateTerminated{
-			ExitCode: rs.ExitCode, Reason: reason, Message: rs.Message,
-			StartedAt: unixTime(rs.StartedAt), FinishedAt: unixTime(rs.FinishedAt), ContainerID: cs.ContainerID,
+		term := terminatedState(rs)
+		if waiting.Reason != defaultReason && shouldRestart(pod, rs.ExitCode, init) {
+			cs.LastTerminationState = corev1.ContainerState{Terminated: term}
+			cs.State.Waiting = waiting
+		} else {
+			cs.State.Terminated = term
+			cs.Ready = init && rs.ExitCode == 0
 		}
 	case runtimeapi.ContainerState_CONTAINER_CREATED:
-		if waiting == nil {
+		if waiting.Reason == defaultReason {
 			waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
 		}
 		cs.State.Waiting = waiting
@@ -188,6 +255,21 @@ func containerStatus(c corev1.Container, rs *runtimeapi.ContainerStatus, waiting
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerStatusUnknown", Message: "The container's state is unknown to the runtime"}
 	}
 	return cs
+}
+
+// terminatedState is the terminated state of the exited container rs.
+func terminatedState(rs *runtimeapi.ContainerStatus) *corev1.ContainerStateTerminated {
+	reason := rs.Reason
+	if reason == "" {
+		reason = "Error"
+		if rs.ExitCode == 0 {
+			reason = "Completed"
+		}
+	}
+	return &corev1.ContainerStateTerminated{
+		ExitCode: rs.ExitCode, Reason: reason, Message: rs.Message,
+		StartedAt: unixTime(rs.StartedAt), FinishedAt: unixTime(rs.FinishedAt), ContainerID: "containerd://" + rs.Id,
+	}
 }
 
 // unixTime turns CRI nanoseconds into an API time, in whole seconds as

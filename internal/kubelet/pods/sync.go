@@ -29,6 +29,9 @@ const minGracePeriod = 2
 type podState struct {
 	sandbox    *runtimeapi.PodSandboxStatus           // the newest sandbox; nil when none
 	containers map[string]*runtimeapi.ContainerStatus // by container name, newest
+	// history holds every container of each name, newest first: the
+	// one before the newest gives the lastState of a restarted one.
+	history map[string][]*runtimeapi.ContainerStatus
 }
 
 // sync makes the runtime match the pod of key and writes the pod's status.
@@ -57,7 +60,7 @@ func (w *Workers) sync(ctx context.Context, key string) error {
 		return w.stopSandboxes(ctx, string(pod.UID))
 	}
 	var syncErr error
-	if len(pod.Spec.InitContainers) == 0 {
+	if !hasSidecars(pod) {
 		syncErr = w.run(ctx, pod)
 	}
 	state, err := w.state(ctx, string(pod.UID))
@@ -81,7 +84,7 @@ func (w *Workers) run(ctx context.Context, pod *corev1.Pod) error {
 	}
 	// The runtime writes container logs there, as upstream's kubelet
 	// prepares them: <root>/<ns>_<name>_<uid>/<container>/.
-	for _, c := range pod.Spec.Containers {
+	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		if err := os.MkdirAll(filepath.Join(sbConfig.LogDirectory, c.Name), 0o755); err != nil {
 			return fmt.Errorf("make the log directory of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
@@ -109,24 +112,88 @@ func (w *Workers) run(ctx context.Context, pod *corev1.Pod) error {
 	if pod.Spec.HostNetwork {
 		podIPs = w.node.HostIPs
 	}
+	// Init containers first, one at a time and in order, as upstream's
+	// computeInitContainerActions: the regular ones start only after
+	// every init container exited 0.
+	if next, done := nextInitContainer(pod, state); !done {
+		if next == nil {
+			return nil
+		}
+		if err := w.runContainer(ctx, pod, next, state, sbConfig, podIPs, true); err != nil {
+			return fmt.Errorf("init container %q of pod %s/%s: %w", next.Name, pod.Namespace, pod.Name, err)
+		}
+		return nil
+	}
 	var errs []error
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		if err := w.runContainer(ctx, pod, c, state, sbConfig, podIPs); err != nil {
+		if err := w.runContainer(ctx, pod, c, state, sbConfig, podIPs, false); err != nil {
 			errs = append(errs, fmt.Errorf("container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// runContainer creates and starts c unless it exists; a container that
-// exited stays exited.
-func (w *Workers) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, state podState, sbConfig *runtimeapi.PodSandboxConfig, podIPs []string) error {
-	if cs := state.containers[c.Name]; cs != nil {
-		if cs.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+// nextInitContainer is the init container of pod to run (or wait for)
+// next; done says all of them completed (exited 0), or a regular
+// container was started already (upstream's podHasInitialized). next is
+// nil and done false when an init container failed for good (Never).
+func nextInitContainer(pod *corev1.Pod, state podState) (next *corev1.Container, done bool) {
+	for _, c := range pod.Spec.Containers {
+		if state.containers[c.Name] != nil {
+			return nil, true
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		rs := state.containers[c.Name]
+		if rs != nil && rs.State == runtimeapi.ContainerState_CONTAINER_EXITED && rs.ExitCode == 0 {
+			continue
+		}
+		if rs != nil && rs.State == runtimeapi.ContainerState_CONTAINER_EXITED && !shouldRestart(pod, rs.ExitCode, true) {
+			return nil, false
+		}
+		return c, false
+	}
+	return nil, true
+}
+
+// hasSidecars says whether pod has restartable init containers, which
+// orch does not run yet.
+func hasSidecars(pod *corev1.Pod) bool {
+	for _, c := range pod.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			return true
+		}
+	}
+	return false
+}
+
+// runContainer creates and starts c unless it exists. An exited container
+// is created again, as the next attempt, when the pod's restartPolicy says
+// so and its back-off has passed (upstream's computePodActions); the
+// attempt before the exited one is then removed, so that the runtime keeps
+// the newest exited container of each name (for lastState and logs
+// --previous), as upstream's container GC keeps at least one.
+func (w *Workers) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, state podState, sbConfig *runtimeapi.PodSandboxConfig, podIPs []string, init bool) error {
+	attempt := 0
+	var remove []string
+	if hist := state.history[c.Name]; len(hist) > 0 {
+		cs := hist[0]
+		switch cs.State {
+		case runtimeapi.ContainerState_CONTAINER_CREATED:
+			return w.startContainer(ctx, pod, c, cs.Id) // created before, its start failed
+		case runtimeapi.ContainerState_CONTAINER_EXITED:
+			if !shouldRestart(pod, cs.ExitCode, init) || w.doBackOff(pod, c, cs) {
+				return nil
+			}
+			attempt = int(cs.GetMetadata().GetAttempt()) + 1
+			for _, old := range hist[1:] {
+				remove = append(remove, old.Id)
+			}
+		default:
 			return nil
 		}
-		return w.startContainer(ctx, pod, c, cs.Id) // created before, its start failed
 	}
 	img, err := w.ensureImage(ctx, pod, c, sbConfig)
 	if err != nil {
@@ -139,7 +206,7 @@ func (w *Workers) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 		imageUID = &v
 	}
 	cfg, err := podconfig.ContainerConfig(pod, c, w.node, podconfig.Container{
-		ImageRef: img.Id, ImageUID: imageUID, ImageUsername: username, PodIPs: podIPs,
+		RestartCount: attempt, ImageRef: img.Id, ImageUID: imageUID, ImageUsername: username, PodIPs: podIPs,
 	}, envSource{w.client})
 	if err != nil {
 		w.setWaiting(pod, c.Name, "CreateContainerConfigError", err.Error())
@@ -153,6 +220,11 @@ func (w *Workers) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 		return err
 	}
 	w.setWaiting(pod, c.Name, "", "")
+	for _, old := range remove {
+		if err := w.runtime.RemoveContainer(ctx, old); err != nil {
+			w.log.Warn("remove an old container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "id", old, "err", err)
+		}
+	}
 	w.recorder.Eventf(pod, corev1.EventTypeNormal, "Created", "Created container: %s", c.Name)
 	return w.startContainer(ctx, pod, c, id)
 }
@@ -227,14 +299,26 @@ func (w *Workers) state(ctx context.Context, uid string) (podState, error) {
 	if err != nil {
 		return st, err
 	}
-	sort.Slice(containers, func(i, j int) bool { return containers[i].CreatedAt < containers[j].CreatedAt })
+	sort.SliceStable(containers, func(i, j int) bool {
+		ai, aj := containers[i].GetMetadata().GetAttempt(), containers[j].GetMetadata().GetAttempt()
+		if ai != aj {
+			return ai < aj
+		}
+		return containers[i].CreatedAt < containers[j].CreatedAt
+	})
 	st.containers = map[string]*runtimeapi.ContainerStatus{}
-	for _, c := range containers {
+	st.history = map[string][]*runtimeapi.ContainerStatus{}
+	for i := len(containers) - 1; i >= 0; i-- { // newest first
+		c := containers[i]
 		res, err := w.runtime.ContainerStatus(ctx, c.Id, false)
 		if err != nil {
 			return st, err
 		}
-		st.containers[c.GetMetadata().GetName()] = res.GetStatus() // the newest wins
+		name := c.GetMetadata().GetName()
+		if st.containers[name] == nil {
+			st.containers[name] = res.GetStatus()
+		}
+		st.history[name] = append(st.history[name], res.GetStatus())
 	}
 	return st, nil
 }
@@ -250,9 +334,7 @@ func (w *Workers) terminate(ctx context.Context, pod *corev1.Pod) error {
 	if err := w.kill(ctx, pod, podconfig.LabelPodUID, string(pod.UID), grace); err != nil {
 		return err
 	}
-	w.mu.Lock()
-	delete(w.waiting, string(pod.UID))
-	w.mu.Unlock()
+	w.forget(string(pod.UID))
 	uid := pod.UID
 	err := w.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
@@ -277,9 +359,7 @@ func (w *Workers) killStale(ctx context.Context, namespace, name, keep string) e
 			continue
 		}
 		errs = append(errs, w.kill(ctx, nil, podconfig.LabelPodUID, uid, minGracePeriod))
-		w.mu.Lock()
-		delete(w.waiting, uid)
-		w.mu.Unlock()
+		w.forget(uid)
 	}
 	return errors.Join(errs...)
 }

@@ -198,7 +198,6 @@ func TestSyncExitedContainerStaysExited(t *testing.T) {
 		{corev1.RestartPolicyNever, 0, corev1.PodSucceeded, "Completed"},
 		{corev1.RestartPolicyNever, 1, corev1.PodFailed, "Error"},
 		{corev1.RestartPolicyOnFailure, 0, corev1.PodSucceeded, "Completed"},
-		{corev1.RestartPolicyAlways, 0, corev1.PodRunning, "Completed"},
 	} {
 		t.Run(string(tc.policy)+"/"+tc.reason, func(t *testing.T) {
 			h := newHarness(t, testPod("p", tc.policy))
@@ -257,9 +256,10 @@ func TestSyncPullFailureWaits(t *testing.T) {
 	}
 }
 
-func TestSyncRefusesInitContainers(t *testing.T) {
+func TestSyncRefusesSidecars(t *testing.T) {
 	p := testPod("p", corev1.RestartPolicyAlways)
-	p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox"}}
+	always := corev1.ContainerRestartPolicyAlways
+	p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox", RestartPolicy: &always}}
 	h := newHarness(t, p)
 	if err := h.sync("p"); err != nil {
 		t.Fatal(err)
@@ -268,7 +268,7 @@ func TestSyncRefusesInitContainers(t *testing.T) {
 		t.Errorf("pod with init containers was started: %v", h.rt.Calls())
 	}
 	st := h.pod("p").Status
-	if st.Phase != corev1.PodPending || st.Message != initContainersMessage {
+	if st.Phase != corev1.PodPending || st.Message != sidecarsMessage || st.Reason != "SidecarContainersUnsupported" {
 		t.Fatalf("status %+v", st)
 	}
 	if c := findCondition(st.Conditions, corev1.PodInitialized); c == nil || c.Status != corev1.ConditionFalse {

@@ -37,6 +37,7 @@ type Runtime interface {
 	StopContainer(ctx context.Context, id string, timeout int64) error
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
 	ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
+	RemoveContainer(ctx context.Context, id string) error
 	ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error)
 	PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
 }
@@ -58,7 +59,8 @@ type Workers struct {
 	Relist time.Duration
 	// Parallel is the number of pods synced at once (default 4).
 	Parallel int
-	// Now is the clock of status timestamps (time.Now when nil).
+	// Now is the clock of status timestamps and of restart back-offs
+	// (time.Now when nil).
 	Now func() time.Time
 
 	client   kubernetes.Interface
@@ -69,15 +71,17 @@ type Workers struct {
 	lister   listerscorev1.PodLister
 	queue    workqueue.TypedRateLimitingInterface[string]
 
-	mu      sync.Mutex
-	waiting map[string]map[string]*corev1.ContainerStateWaiting // pod UID → container → why it waits
+	mu       sync.Mutex
+	waiting  map[string]map[string]*corev1.ContainerStateWaiting // pod UID → container → why it waits
+	backoffs map[string]*backOffEntry                            // pod UID/container → restart back-off
 }
 
 // New returns the pod workers of node (node.Name is the node's name).
 func New(client kubernetes.Interface, node podconfig.Node, runtime Runtime, log *slog.Logger) *Workers {
 	return &Workers{
 		client: client, node: node, runtime: runtime, log: log.With("component", "pods", "node", node.Name),
-		waiting: map[string]map[string]*corev1.ContainerStateWaiting{},
+		waiting:  map[string]map[string]*corev1.ContainerStateWaiting{},
+		backoffs: map[string]*backOffEntry{},
 	}
 }
 
