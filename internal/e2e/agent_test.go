@@ -22,7 +22,7 @@ import (
 
 // notReadyMessage is internal/kubelet/node.NotReadyMessage, spelled out:
 // it is what users see in `kubectl describe node`.
-const notReadyMessage = "orch agent does not run pods yet: the pod workers are not built"
+const notReadyMessage = "orch agent does not run pods yet: its pod workers are not wired in"
 
 // TestAgentRegistersNode runs the real `orch agent` as root against a real
 // server, with the containerd it starts under its data dir: the Node

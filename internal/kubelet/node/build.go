@@ -25,7 +25,7 @@ const LeaseDurationSeconds = 40
 // NotReadyMessage is the message of the Ready=False condition: this agent
 // registers and heart-beats, but runs no pods, so it must not look ready to
 // the scheduler (the node lifecycle controller taints a not-ready node).
-const NotReadyMessage = "orch agent does not run pods yet: the pod workers are not built"
+const NotReadyMessage = "orch agent does not run pods yet: its pod workers are not wired in"
 
 // System is what the machine and its runtime report: the facts a Node's
 // capacity and nodeInfo are made of.
