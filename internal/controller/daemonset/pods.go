@@ -2,11 +2,9 @@ package daemonset
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	"orch/internal/controller"
 )
@@ -45,61 +42,24 @@ func (c *Controller) claimPods(ctx context.Context, ds *appsv1.DaemonSet) ([]*co
 	if err != nil {
 		return nil, err
 	}
-	var once sync.Once
-	var adoptErr error
-	canAdopt := func() error {
-		once.Do(func() { adoptErr = c.checkCanAdopt(ctx, ds) })
-		return adoptErr
-	}
-	var claimed []*corev1.Pod
-	var errs []error
-	for _, pod := range candidates {
-		matches := selector.Matches(labels.Set(pod.Labels))
-		ref := metav1.GetControllerOfNoCopy(pod)
-		switch {
-		case ref != nil && ref.UID != ds.UID:
-			// Another controller's.
-		case ref != nil && matches:
-			claimed = append(claimed, pod)
-		case ref != nil:
-			if err := c.patchPod(ctx, pod, releasePatch(ds.UID, pod.UID)); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
-				errs = append(errs, err)
-			}
-		case !matches || pod.DeletionTimestamp != nil:
-			// An orphan we should not take.
-		default:
-			if err := canAdopt(); err != nil {
-				errs = append(errs, fmt.Errorf("can't adopt pod %s: %w", controller.Key(pod), err))
-				continue
-			}
-			err := c.patchPod(ctx, pod, adoptPatch(controllerRef(ds), pod.UID))
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				errs = append(errs, err)
-				continue
+	return controller.Claim[*corev1.Pod]{
+		Owner:   ds,
+		Matches: func(pod *corev1.Pod) bool { return selector.Matches(labels.Set(pod.Labels)) },
+		Recheck: func() error {
+			fresh, err := c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+			return controller.RecheckOwner("DaemonSet", ds, fresh, err)
+		},
+		Adopt: func(pod *corev1.Pod) (*corev1.Pod, error) {
+			if err := c.patchPod(ctx, pod, controller.AdoptPatch(controllerRef(ds), pod.UID, nil)); err != nil {
+				return nil, err
 			}
 			c.log.Info("adopted pod", "daemonset", controller.Key(ds), "pod", pod.Name)
-			claimed = append(claimed, pod)
-		}
-	}
-	return claimed, utilerrors.NewAggregate(errs)
-}
-
-// checkCanAdopt reads ds from the apiserver: it must still be the same
-// object and not being deleted.
-func (c *Controller) checkCanAdopt(ctx context.Context, ds *appsv1.DaemonSet) error {
-	fresh, err := c.client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
-	switch {
-	case err != nil:
-		return fmt.Errorf("can't recheck DeletionTimestamp: %w", err)
-	case fresh.UID != ds.UID:
-		return fmt.Errorf("original DaemonSet %s is gone: got uid %s, wanted %s", controller.Key(ds), fresh.UID, ds.UID)
-	case fresh.DeletionTimestamp != nil:
-		return fmt.Errorf("DaemonSet %s has just been deleted at %v", controller.Key(ds), fresh.DeletionTimestamp)
-	}
-	return nil
+			return pod, nil
+		},
+		Release: func(pod *corev1.Pod) error {
+			return c.patchPod(ctx, pod, controller.ReleasePatch(ds.UID, pod.UID, nil))
+		},
+	}.Run(candidates)
 }
 
 func (c *Controller) patchPod(ctx context.Context, pod *corev1.Pod, patch []byte) error {
@@ -111,23 +71,6 @@ func (c *Controller) patchPod(ctx context.Context, pod *corev1.Pod, patch []byte
 // revisions.
 func controllerRef(ds *appsv1.DaemonSet) metav1.OwnerReference {
 	return *metav1.NewControllerRef(ds, controllerKind)
-}
-
-// adoptPatch makes owner the controller of the object with uid (the uid
-// makes the patch fail if the object was replaced meanwhile).
-func adoptPatch(owner metav1.OwnerReference, uid types.UID) []byte {
-	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"ownerReferences": []metav1.OwnerReference{owner}, "uid": uid,
-	}})
-	return b
-}
-
-// releasePatch removes the reference to ownerUID from the object with uid.
-func releasePatch(ownerUID, uid types.UID) []byte {
-	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{
-		"ownerReferences": []map[string]string{{"$patch": "delete", "uid": string(ownerUID)}}, "uid": uid,
-	}})
-	return b
 }
 
 // createPod creates ds's pod for node from template, pinned to the node by

@@ -2,10 +2,8 @@ package deployment
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"reflect"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/cache"
 
 	"orch/internal/controller"
@@ -143,9 +140,8 @@ func (c *Controller) isScalingEvent(ctx context.Context, d *appsv1.Deployment, r
 }
 
 // claimReplicaSets returns the ReplicaSets d controls after adopting the
-// orphans its selector matches and releasing those it no longer does.
-// Before the first adoption d is re-read from the apiserver: a Deployment
-// being deleted must not adopt.
+// orphans its selector matches and releasing those it no longer does
+// (controller.Claim).
 func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment) ([]*appsv1.ReplicaSet, error) {
 	all, err := c.rsLister.ReplicaSets(d.Namespace).List(labels.Everything())
 	if err != nil {
@@ -155,81 +151,29 @@ func (c *Controller) claimReplicaSets(ctx context.Context, d *appsv1.Deployment)
 	if err != nil {
 		return nil, fmt.Errorf("deployment %s/%s has invalid label selector: %v", d.Namespace, d.Name, err)
 	}
-	var once sync.Once
-	var adoptErr error
-	canAdopt := func() error {
-		once.Do(func() {
+	return controller.Claim[*appsv1.ReplicaSet]{
+		Owner:   d,
+		Matches: func(rs *appsv1.ReplicaSet) bool { return selector.Matches(labels.Set(rs.Labels)) },
+		Recheck: func() error {
 			fresh, err := c.client.AppsV1().Deployments(d.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
-			switch {
-			case err != nil:
-				adoptErr = fmt.Errorf("can't recheck DeletionTimestamp: %w", err)
-			case fresh.UID != d.UID:
-				adoptErr = fmt.Errorf("original Deployment %s is gone: got uid %s, wanted %s", controller.Key(d), fresh.UID, d.UID)
-			case fresh.DeletionTimestamp != nil:
-				adoptErr = fmt.Errorf("%s has just been deleted at %v", controller.Key(d), fresh.DeletionTimestamp)
-			}
-		})
-		return adoptErr
-	}
-	var claimed []*appsv1.ReplicaSet
-	var errs []error
-	for _, rs := range all {
-		matches := selector.Matches(labels.Set(rs.Labels))
-		ref := metav1.GetControllerOfNoCopy(rs)
-		switch {
-		case ref != nil && ref.UID != d.UID:
-		case ref != nil && matches:
-			claimed = append(claimed, rs)
-		case ref != nil:
-			if d.DeletionTimestamp == nil {
-				if err := c.patchReplicaSet(ctx, rs, releasePatch(d.UID, rs.UID)); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
-					errs = append(errs, err)
-				}
-			}
-		case !matches || d.DeletionTimestamp != nil || rs.DeletionTimestamp != nil:
-		default:
-			if err := canAdopt(); err != nil {
-				errs = append(errs, fmt.Errorf("can't adopt ReplicaSet %s (%s): %w", controller.Key(rs), rs.UID, err))
-				continue
-			}
-			err := c.patchReplicaSet(ctx, rs, adoptPatch(d, rs.UID))
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				errs = append(errs, err)
-				continue
+			return controller.RecheckOwner("Deployment", d, fresh, err)
+		},
+		Adopt: func(rs *appsv1.ReplicaSet) (*appsv1.ReplicaSet, error) {
+			if err := c.patchReplicaSet(ctx, rs, controller.AdoptPatch(*metav1.NewControllerRef(d, controllerKind), rs.UID, nil)); err != nil {
+				return nil, err
 			}
 			c.log.Info("adopted replica set", "deployment", controller.Key(d), "replicaSet", rs.Name)
-			claimed = append(claimed, rs)
-		}
-	}
-	return claimed, utilerrors.NewAggregate(errs)
+			return rs, nil
+		},
+		Release: func(rs *appsv1.ReplicaSet) error {
+			return c.patchReplicaSet(ctx, rs, controller.ReleasePatch(d.UID, rs.UID, nil))
+		},
+	}.Run(all)
 }
 
 func (c *Controller) patchReplicaSet(ctx context.Context, rs *appsv1.ReplicaSet, patch []byte) error {
 	_, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Patch(ctx, rs.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 	return err
-}
-
-func adoptPatch(d *appsv1.Deployment, uid types.UID) []byte {
-	b, _ := json.Marshal(map[string]interface{}{
-		"metadata": map[string]interface{}{
-			"ownerReferences": []metav1.OwnerReference{*metav1.NewControllerRef(d, controllerKind)},
-			"uid":             uid,
-		},
-	})
-	return b
-}
-
-func releasePatch(ownerUID, uid types.UID) []byte {
-	b, _ := json.Marshal(map[string]interface{}{
-		"metadata": map[string]interface{}{
-			"ownerReferences": []map[string]string{{"$patch": "delete", "uid": string(ownerUID)}},
-			"uid":             uid,
-		},
-	})
-	return b
 }
 
 // podsByReplicaSet groups the pods each ReplicaSet controls.

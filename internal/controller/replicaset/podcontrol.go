@@ -2,7 +2,6 @@ package replicaset
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,7 +12,6 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
 	"orch/internal/controller"
 )
@@ -95,27 +93,4 @@ func (m *manager) deletePod(ctx context.Context, rs *appsv1.ReplicaSet, podName 
 	}
 	m.recorder.Eventf(m.kind.original(rs), corev1.EventTypeNormal, reasonSuccessfulDelete, "Deleted pod: %v", podName)
 	return nil
-}
-
-// adoptPatch is the strategic merge patch that makes owner the controller
-// of the object with uid; the uid makes the patch fail if the object was
-// replaced by another of the same name.
-func adoptPatch(ref metav1.OwnerReference, uid types.UID) ([]byte, error) {
-	return json.Marshal(map[string]interface{}{
-		"metadata": map[string]interface{}{
-			"ownerReferences": []metav1.OwnerReference{ref},
-			"uid":             uid,
-		},
-	})
-}
-
-// releasePatch is the strategic merge patch that removes the reference to
-// ownerUID from the object with uid.
-func releasePatch(ownerUID, uid types.UID) ([]byte, error) {
-	return json.Marshal(map[string]interface{}{
-		"metadata": map[string]interface{}{
-			"ownerReferences": []map[string]string{{"$patch": "delete", "uid": string(ownerUID)}},
-			"uid":             uid,
-		},
-	})
 }

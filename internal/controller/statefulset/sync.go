@@ -2,9 +2,7 @@ package statefulset
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -98,77 +96,21 @@ func (c *Controller) claimPods(ctx context.Context, set *appsv1.StatefulSet, sel
 	if err != nil {
 		return nil, err
 	}
-	var (
-		once     sync.Once
-		adoptErr error
-	)
-	canAdopt := func() error {
-		once.Do(func() { adoptErr = c.recheckNotDeleted(ctx, set) })
-		return adoptErr
-	}
-	var claimed []*corev1.Pod
-	var errs []error
-	for _, pod := range all {
-		matches := selector.Matches(labels.Set(pod.Labels)) && isMemberOf(set, pod)
-		ref := metav1.GetControllerOfNoCopy(pod)
-		switch {
-		case ref != nil && ref.UID != set.UID:
-			// Another controller's.
-		case ref != nil && matches:
-			claimed = append(claimed, pod)
-		case ref != nil:
-			if set.DeletionTimestamp == nil {
-				errs = append(errs, c.releasePod(ctx, set, pod))
-			}
-		case !matches || set.DeletionTimestamp != nil || pod.DeletionTimestamp != nil:
-			// An orphan we should not take.
-		default:
-			if err := canAdopt(); err != nil {
-				errs = append(errs, fmt.Errorf("can't adopt Pod %s/%s: %w", pod.Namespace, pod.Name, err))
-				continue
-			}
-			adopted, err := c.adoptPod(ctx, set, pod)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if adopted != nil {
-				claimed = append(claimed, adopted)
-			}
-		}
-	}
-	return claimed, utilerrors.NewAggregate(errs)
-}
-
-// recheckNotDeleted reads set fresh from the apiserver: a set being deleted
-// (or replaced) must not adopt.
-func (c *Controller) recheckNotDeleted(ctx context.Context, set *appsv1.StatefulSet) error {
-	fresh, err := c.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
-	switch {
-	case err != nil:
-		return fmt.Errorf("can't recheck DeletionTimestamp: %w", err)
-	case fresh.UID != set.UID:
-		return fmt.Errorf("original StatefulSet %s is gone: got uid %s, wanted %s", controller.Key(set), fresh.UID, set.UID)
-	case fresh.DeletionTimestamp != nil:
-		return fmt.Errorf("%s has just been deleted at %v", controller.Key(set), fresh.DeletionTimestamp)
-	}
-	return nil
+	return controller.Claim[*corev1.Pod]{
+		Owner:   set,
+		Matches: func(pod *corev1.Pod) bool { return selector.Matches(labels.Set(pod.Labels)) && isMemberOf(set, pod) },
+		Recheck: func() error {
+			fresh, err := c.client.AppsV1().StatefulSets(set.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+			return controller.RecheckOwner("StatefulSet", set, fresh, err)
+		},
+		Adopt:   func(pod *corev1.Pod) (*corev1.Pod, error) { return c.adoptPod(ctx, set, pod) },
+		Release: func(pod *corev1.Pod) error { return c.releasePod(ctx, set, pod) },
+	}.Run(all)
 }
 
 func (c *Controller) adoptPod(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod) (*corev1.Pod, error) {
-	patch, err := json.Marshal(map[string]interface{}{
-		"metadata": map[string]interface{}{
-			"ownerReferences": []metav1.OwnerReference{*metav1.NewControllerRef(set, controllerKind)},
-			"uid":             pod.UID,
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
+	patch := controller.AdoptPatch(*metav1.NewControllerRef(set, controllerKind), pod.UID, nil)
 	adopted, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
 	if err != nil {
 		return nil, fmt.Errorf("can't adopt Pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -177,22 +119,10 @@ func (c *Controller) adoptPod(ctx context.Context, set *appsv1.StatefulSet, pod 
 	return adopted, nil
 }
 
-// releasePod removes set's reference from pod; a pod gone or replaced
-// needs no release.
+// releasePod removes set's reference from pod.
 func (c *Controller) releasePod(ctx context.Context, set *appsv1.StatefulSet, pod *corev1.Pod) error {
-	patch, err := json.Marshal(map[string]interface{}{
-		"metadata": map[string]interface{}{
-			"ownerReferences": []map[string]string{{"$patch": "delete", "uid": string(set.UID)}},
-			"uid":             pod.UID,
-		},
-	})
-	if err != nil {
-		return err
-	}
+	patch := controller.ReleasePatch(set.UID, pod.UID, nil)
 	released, err := c.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
-		return nil
-	}
 	if err != nil {
 		return fmt.Errorf("can't release Pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
