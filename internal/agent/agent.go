@@ -2,12 +2,12 @@
 // to a server (internal/join), gets a container runtime (the one at
 // --container-runtime-endpoint, or containerd supervised as a child with the
 // built-in and air-gap images imported), connects to it over CRI and runs the
-// node component (internal/kubelet/node) that registers the Node and keeps
-// its Lease and status fresh, and the pod network's CNI config
-// (internal/network) once the server has given the node a podCIDR. The
-// components run in a run.Group: started in order, stopped in reverse.
-//
-// The agent runs no pods yet: its Node reports Ready=False.
+// kubelet's parts (kubelet.go): the node component (internal/kubelet/node)
+// that registers the Node and keeps its Lease and status fresh, the pod
+// network's CNI config (internal/network) once the server has given the
+// node a podCIDR, and the pod workers (internal/kubelet/pods) that run the
+// node's pods. The components run in a run.Group: started in order,
+// stopped in reverse.
 package agent
 
 import (
@@ -169,7 +169,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			}
 		}
 	}
-	components = append(components, run.Named{Name: "node", Runnable: run.Func(func(ctx context.Context) error {
+	components = append(components, run.Named{Name: "kubelet", Runnable: run.Func(func(ctx context.Context) error {
 		if err := ready(ctx); err != nil {
 			return nil // stopped before the runtime came up
 		}
@@ -183,9 +183,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		defer rt.Close()
 		v := rt.RuntimeVersion()
 		log.Info("container runtime connected", "endpoint", endpoint, "runtime", v.RuntimeName+"://"+v.RuntimeVersion)
-		return run.Group(ctx, log,
-			run.Named{Name: "node status", Runnable: node.New(nodeCfg, client, rt, nil, log)},
-			run.Named{Name: "pod network config", Runnable: network.NewCNIConfigWriter(cniConfig(c), client, rt, log)})
+		parts, err := kubelet(c, nodeCfg, client, rt, log)
+		if err != nil {
+			return err
+		}
+		return run.Group(ctx, log, parts...)
 	})})
 	return run.Group(ctx, log, components...)
 }

@@ -12,7 +12,7 @@ import (
 func agentCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "agent",
-		Usage:  "run a worker node that joins an orch server (it registers its Node; it runs no pods yet)",
+		Usage:  "run a worker node that joins an orch server and runs its pods",
 		Flags:  agentFlags(),
 		Before: loadConfigFile,
 		Action: runAgent,

@@ -23,6 +23,9 @@ type Server struct {
 	Dir        string // --data-dir
 	Kubeconfig string // --write-kubeconfig
 	Port       int    // --https-listen-port
+	// WithAgent runs the server's own agent (node e2e-server); without
+	// it the server runs with --disable-agent.
+	WithAgent bool
 	etcdPorts  [2]int // client, peer
 	starts     int    // how many times it was started (one log file each)
 	ready      bool   // it was ready once
@@ -31,17 +34,38 @@ type Server struct {
 	exitErr    error
 }
 
-// StartServer starts a server in a fresh temporary directory on free
-// loopback ports and waits until it is ready; it is stopped when t ends.
+// StartServer starts a server (with --disable-agent) in a fresh temporary
+// directory on free loopback ports and waits until it is ready; it is
+// stopped when t ends.
 func StartServer(t *testing.T) *Server {
 	t.Helper()
+	return startServer(t, false)
+}
+
+// StartServerWithAgent is StartServer with the server's own agent, whose
+// node is e2e-server and whose image directory holds the busybox test
+// image. What its runtime leaves is removed when t ends.
+func StartServerWithAgent(t *testing.T) *Server {
+	t.Helper()
+	requireRuntime(t)
+	return startServer(t, true)
+}
+
+func startServer(t *testing.T, withAgent bool) *Server {
+	t.Helper()
 	dir := t.TempDir()
-	s := &Server{t: t, Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig.yaml")}
+	s := &Server{t: t, Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig.yaml"), WithAgent: withAgent}
 	s.pickPorts()
+	if withAgent {
+		writeBusyboxImage(t, dir)
+	}
 	t.Cleanup(func() {
 		s.Stop()
 		if t.Failed() {
 			t.Logf("server logs:\n%s", s.Logs())
+		}
+		if withAgent {
+			cleanUpRuntime(t, dir)
 		}
 	})
 	s.Start()
@@ -88,9 +112,15 @@ func (s *Server) launch() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	cmd := exec.Command(orchBin, "server", "--data-dir", s.Dir, "--write-kubeconfig", s.Kubeconfig,
+	args := []string{"server", "--data-dir", s.Dir, "--write-kubeconfig", s.Kubeconfig,
 		"--bind-address", "127.0.0.1", "--https-listen-port", strconv.Itoa(s.Port),
-		"--etcd-client-port", strconv.Itoa(s.etcdPorts[0]), "--etcd-peer-port", strconv.Itoa(s.etcdPorts[1]))
+		"--etcd-client-port", strconv.Itoa(s.etcdPorts[0]), "--etcd-peer-port", strconv.Itoa(s.etcdPorts[1])}
+	if s.WithAgent {
+		args = append(args, "--node-name", "e2e-server", "--node-ip", "127.0.0.1")
+	} else {
+		args = append(args, "--disable-agent")
+	}
+	cmd := exec.Command(orchBin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = append(os.Environ(), "KUBECONFIG=/dev/null")
 	if err := cmd.Start(); err != nil {

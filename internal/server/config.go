@@ -5,10 +5,14 @@ package server
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
 
+	corev1 "k8s.io/api/core/v1"
+
+	"orch/internal/agent"
 	"orch/internal/network"
 )
 
@@ -26,12 +30,32 @@ type Config struct {
 	ServiceCIDR         string
 	ClusterDNS          string
 	ClusterDomain       string
-	DisableAgent        bool
+	// DisableAgent runs the control plane only; otherwise the server runs
+	// an agent on its own node, configured by the Agent* fields.
+	DisableAgent bool
+	// NodeName, NodeLabels, NodeTaints and ContainerRuntimeEndpoint are
+	// the agent's --node-name, --node-label, --node-taint and
+	// --container-runtime-endpoint.
+	NodeName                 string
+	NodeLabels               map[string]string
+	NodeTaints               []corev1.Taint
+	ContainerRuntimeEndpoint string
 	// EtcdClientPort and EtcdPeerPort listen on loopback (2379 and 2380).
 	EtcdClientPort int
 	EtcdPeerPort   int
 	// UnsafeNoFsync skips etcd fsyncs; for tests only.
 	UnsafeNoFsync bool
+}
+
+// agentConfig is the server's own agent: it joins through loopback url
+// with token, and its Node carries the control-plane role labels.
+func (p parsed) agentConfig(url, token string) agent.Config {
+	labels := map[string]string{"node-role.kubernetes.io/control-plane": "true", "node-role.kubernetes.io/master": "true"}
+	maps.Copy(labels, p.NodeLabels)
+	return agent.Config{
+		Server: url, Token: token, DataDir: p.DataDir, NodeName: p.NodeName, NodeIPs: p.Config.NodeIPs,
+		Labels: labels, Taints: p.NodeTaints, ContainerRuntimeEndpoint: p.ContainerRuntimeEndpoint,
+	}
 }
 
 // paths under the data directory.

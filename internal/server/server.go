@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"orch/internal/agent"
 	"orch/internal/apiserver"
 	"orch/internal/apiserver/filters"
 	"orch/internal/apiserver/registry/all"
@@ -89,8 +90,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			}
 		}
 	}()
-	return run.Group(ctx, log,
-		run.Named{Name: "etcd", Runnable: run.Func(func(ctx context.Context) error {
+	components := []run.Named{
+		{Name: "etcd", Runnable: run.Func(func(ctx context.Context) error {
 			select {
 			case <-ctx.Done():
 				return nil
@@ -98,18 +99,24 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 				return err
 			}
 		})},
-		run.Named{Name: "etcd-compactor", Runnable: run.Func(func(ctx context.Context) error {
+		{Name: "etcd-compactor", Runnable: run.Func(func(ctx context.Context) error {
 			return store.RunCompactor(ctx, 5*time.Minute, log.With("component", "compactor"))
 		})},
-		run.Named{Name: "watch-cache", Runnable: api},
-		run.Named{Name: "https", Runnable: run.Func(func(ctx context.Context) error {
+		{Name: "watch-cache", Runnable: api},
+		{Name: "https", Runnable: run.Func(func(ctx context.Context) error {
 			// Requests end with the server, so open watches do not hold up shutdown.
 			httpServer.BaseContext = func(net.Listener) context.Context { return ctx }
 			return serve(ctx, httpServer, listener)
 		})},
-		run.Named{Name: "bootstrap", Runnable: &bootstrap{cfg: p, rest: loopback, log: log.With("component", "bootstrap")}},
-		run.Named{Name: "controller-manager", Runnable: &controllerManager{rest: loopback, log: log.With("component", "controller-manager"), build: controllers(p)}},
-	)
+		{Name: "bootstrap", Runnable: &bootstrap{cfg: p, rest: loopback, log: log.With("component", "bootstrap")}},
+		{Name: "controller-manager", Runnable: &controllerManager{rest: loopback, log: log.With("component", "controller-manager"), build: controllers(p)}},
+	}
+	if !p.DisableAgent {
+		components = append(components, run.Named{Name: "agent", Runnable: run.Func(func(ctx context.Context) error {
+			return agent.Run(ctx, p.agentConfig(url, token), log.With("component", "agent"))
+		})})
+	}
+	return run.Group(ctx, log, components...)
 }
 
 func listen(p parsed, bundle *pki.Bundle) (net.Listener, error) {

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -22,11 +23,6 @@ const MaxPods = 110
 // default --node-lease-duration-seconds.
 const LeaseDurationSeconds = 40
 
-// NotReadyMessage is the message of the Ready=False condition: this agent
-// registers and heart-beats, but runs no pods, so it must not look ready to
-// the scheduler (the node lifecycle controller taints a not-ready node).
-const NotReadyMessage = "orch agent does not run pods yet: its pod workers are not wired in"
-
 // System is what the machine and its runtime report: the facts a Node's
 // capacity and nodeInfo are made of.
 type System struct {
@@ -40,6 +36,9 @@ type System struct {
 	Arch           string // GOARCH
 	RuntimeVersion string // e.g. containerd://1.6.20~ds1
 	KubeletVersion string // the Kubernetes version orch serves
+	// NotReady says why the node cannot run pods (the runtime or its
+	// network is not ready), in upstream's words; empty when it can.
+	NotReady []string
 }
 
 // BuildNode is the Node this agent registers: labels, taints and status
@@ -93,7 +92,10 @@ func Status(cfg Config, sys System, prev []corev1.NodeCondition, now time.Time) 
 	return corev1.NodeStatus{
 		Capacity:    capacity,
 		Allocatable: capacity.DeepCopy(), // nothing is reserved for the system yet
-		Conditions:  Conditions(prev, now),
+		Conditions:  Conditions(prev, now, sys.NotReady),
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{
+			KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(cfg.KubeletPort)},
+		},
 		Addresses:   addrs,
 		NodeInfo: corev1.NodeSystemInfo{
 			MachineID:               sys.MachineID,
@@ -109,15 +111,19 @@ func Status(cfg Config, sys System, prev []corev1.NodeCondition, now time.Time) 
 }
 
 // Conditions are the node's conditions at now, with upstream's reasons.
-// Ready is False: the agent runs no pods (NotReadyMessage). A condition
-// keeps its lastTransitionTime from prev when its status did not change.
-func Conditions(prev []corev1.NodeCondition, now time.Time) []corev1.NodeCondition {
+// Ready is True unless notReady says why not. A condition keeps its
+// lastTransitionTime from prev when its status did not change.
+func Conditions(prev []corev1.NodeCondition, now time.Time, notReady []string) []corev1.NodeCondition {
 	t := metav1.NewTime(now)
+	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"}
+	if len(notReady) > 0 {
+		ready = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", Message: strings.Join(notReady, ", ")}
+	}
 	desired := []corev1.NodeCondition{
 		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
 		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"},
 		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"},
-		{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", Message: NotReadyMessage},
+		ready,
 	}
 	for i := range desired {
 		c := &desired[i]
@@ -138,6 +144,7 @@ func StatusChanged(current, desired corev1.NodeStatus) bool {
 	if !equality.Semantic.DeepEqual(current.Capacity, desired.Capacity) ||
 		!equality.Semantic.DeepEqual(current.Allocatable, desired.Allocatable) ||
 		!equality.Semantic.DeepEqual(current.Addresses, desired.Addresses) ||
+		current.DaemonEndpoints != desired.DaemonEndpoints ||
 		current.NodeInfo != desired.NodeInfo {
 		return true
 	}

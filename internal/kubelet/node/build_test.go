@@ -75,7 +75,7 @@ func TestBuildNode(t *testing.T) {
 
 func TestConditions(t *testing.T) {
 	want := map[corev1.NodeConditionType][3]string{
-		corev1.NodeReady:          {"False", "KubeletNotReady", NotReadyMessage},
+		corev1.NodeReady:          {"True", "KubeletReady", "kubelet is posting ready status"},
 		corev1.NodeMemoryPressure: {"False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
 		corev1.NodeDiskPressure:   {"False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
 		corev1.NodePIDPressure:    {"False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
@@ -86,7 +86,7 @@ func TestConditions(t *testing.T) {
 		wantTransition map[corev1.NodeConditionType]time.Time
 	}{
 		{name: "new node", wantTransition: map[corev1.NodeConditionType]time.Time{"Ready": t1, "MemoryPressure": t1, "DiskPressure": t1, "PIDPressure": t1}},
-		{name: "unchanged keeps transition times", prev: Conditions(nil, t0),
+		{name: "unchanged keeps transition times", prev: Conditions(nil, t0, nil),
 			wantTransition: map[corev1.NodeConditionType]time.Time{"Ready": t0, "MemoryPressure": t0, "DiskPressure": t0, "PIDPressure": t0}},
 		{name: "the node lifecycle controller set Ready Unknown", prev: []corev1.NodeCondition{
 			{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown", LastTransitionTime: metav1.NewTime(t0)},
@@ -94,7 +94,7 @@ func TestConditions(t *testing.T) {
 		}, wantTransition: map[corev1.NodeConditionType]time.Time{"Ready": t1, "MemoryPressure": t0, "DiskPressure": t1, "PIDPressure": t1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Conditions(tc.prev, t1)
+			got := Conditions(tc.prev, t1, nil)
 			if len(got) != len(want) {
 				t.Fatalf("got %d conditions, want %d", len(got), len(want))
 			}

@@ -10,8 +10,12 @@
 // upgraded). While the apiserver cannot be reached the loop retries with
 // backoff and never gives up.
 //
-// The agent runs no pods yet, so Ready is False (reason KubeletNotReady,
-// NotReadyMessage): the scheduler does not place pods here.
+// Ready follows the runtime's status (CRI Status): True when both its
+// RuntimeReady and NetworkReady conditions are, else False with upstream's
+// reasons (e.g. "container runtime network not ready: NetworkReady=false
+// reason:NetworkPluginNotReady message:..." until the CNI config exists).
+// While the node is not ready the loop runs every NotReadyInterval (1 s),
+// so the Node turns Ready soon after the runtime does.
 //
 // The Node and Lease objects are built by pure functions (BuildNode,
 // Status, Conditions, Lease); the loop takes an injected clock.
@@ -42,17 +46,24 @@ type Config struct {
 	Labels   map[string]string // --node-label
 	Taints   []corev1.Taint    // --node-taint: set when the Node is created, never after
 	DataDir  string            // its file system's size is the ephemeral-storage capacity
+	// KubeletPort is the port of the kubelet API, reported in
+	// status.daemonEndpoints (none when zero).
+	KubeletPort int
 
 	// LeaseInterval is how often the Lease is renewed (10 s when zero);
 	// StatusInterval how often the status is posted unchanged (1 min when
 	// zero); MaxBackoff bounds the wait between failed attempts (the
 	// LeaseInterval when zero).
 	LeaseInterval, StatusInterval, MaxBackoff time.Duration
+	// NotReadyInterval is how often the loop runs while the node is not
+	// ready (1 s when zero).
+	NotReadyInterval time.Duration
 }
 
 // Runtime is the part of the container runtime the node reports on.
 type Runtime interface {
 	Version(ctx context.Context) (*runtimeapi.VersionResponse, error)
+	Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error)
 }
 
 // Agent registers and heart-beats one Node.
@@ -67,6 +78,7 @@ type Agent struct {
 
 	uid      types.UID // of the registered Node; empty until registered
 	lastPost time.Time // when the status was last posted
+	ready    bool      // whether the last status said Ready
 }
 
 // New returns an Agent for cfg; clk nil means the real clock, log nil slog.Default().
@@ -79,6 +91,9 @@ func New(cfg Config, client kubernetes.Interface, rt Runtime, clk clock.Clock, l
 	}
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = cfg.LeaseInterval
+	}
+	if cfg.NotReadyInterval <= 0 {
+		cfg.NotReadyInterval = time.Second
 	}
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -95,11 +110,14 @@ func New(cfg Config, client kubernetes.Interface, rt Runtime, clk clock.Clock, l
 func (a *Agent) Start(ctx context.Context) error {
 	backoff := time.Duration(0)
 	for {
-		wait := a.cfg.LeaseInterval
 		// A server that stopped answering (not refusing) must not hang the loop.
 		sctx, cancel := context.WithTimeout(ctx, syncTimeout)
 		err := a.Sync(sctx)
 		cancel()
+		wait := a.cfg.LeaseInterval
+		if !a.ready {
+			wait = a.cfg.NotReadyInterval
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -152,7 +170,38 @@ func (a *Agent) system(ctx context.Context) (System, error) {
 		return sys, fmt.Errorf("container runtime version: %w", err)
 	}
 	sys.RuntimeVersion = v.RuntimeName + "://" + v.RuntimeVersion
+	st, err := a.rt.Status(ctx, false)
+	if err != nil {
+		return sys, fmt.Errorf("container runtime status: %w", err)
+	}
+	sys.NotReady = RuntimeProblems(st.GetStatus())
+	a.ready = len(sys.NotReady) == 0
 	return sys, nil
+}
+
+// RuntimeProblems are the reasons, in upstream's words, why a runtime
+// with status st cannot run pods; none when it is ready.
+func RuntimeProblems(st *runtimeapi.RuntimeStatus) []string {
+	var runtimeReady, networkReady *runtimeapi.RuntimeCondition
+	for _, c := range st.GetConditions() {
+		switch c.Type {
+		case runtimeapi.RuntimeReady:
+			runtimeReady = c
+		case runtimeapi.NetworkReady:
+			networkReady = c
+		}
+	}
+	var problems []string
+	if runtimeReady == nil || !runtimeReady.Status {
+		problems = append(problems, "container runtime is down")
+	}
+	if networkReady == nil {
+		problems = append(problems, "container runtime network not ready: the runtime reports no NetworkReady condition")
+	} else if !networkReady.Status {
+		problems = append(problems, fmt.Sprintf("container runtime network not ready: %s=%t reason:%s message:%s",
+			networkReady.Type, networkReady.Status, networkReady.Reason, networkReady.Message))
+	}
+	return problems
 }
 
 // register creates the Node, or updates the labels of the one that exists.
@@ -202,9 +251,10 @@ func (a *Agent) postStatus(ctx context.Context, sys System) error {
 		return nil
 	}
 	updated := current.DeepCopy()
-	// Keep what others set (daemonEndpoints, images, volumes): replace what the agent reports.
+	// Keep what others set (images, volumes): replace what the agent reports.
 	updated.Status.Capacity, updated.Status.Allocatable = desired.Capacity, desired.Allocatable
 	updated.Status.Conditions, updated.Status.Addresses, updated.Status.NodeInfo = desired.Conditions, desired.Addresses, desired.NodeInfo
+	updated.Status.DaemonEndpoints = desired.DaemonEndpoints
 	if _, err := nodes.UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("update the status of node %q: %w", a.cfg.Name, err)
 	}

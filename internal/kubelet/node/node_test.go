@@ -43,8 +43,13 @@ func (f *fakeSystem) set(change func(*System)) {
 	change(&f.sys)
 }
 
+// newTestAgent returns an agent on a fake runtime whose network is ready.
 func newTestAgent(cfg Config, client kubernetes.Interface, clk *clocktesting.FakeClock) (*Agent, *fakeSystem) {
-	a := New(cfg, client, cri.NewFake(), clk, quiet)
+	rt := cri.NewFake()
+	if err := rt.UpdateRuntimeConfig(context.Background(), "10.42.0.0/24"); err != nil {
+		panic(err)
+	}
+	a := New(cfg, client, rt, clk, quiet)
 	fs := &fakeSystem{sys: testSystem()}
 	a.readSystem = fs.read
 	return a, fs
@@ -120,8 +125,8 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 		t.Errorf("addresses = %v", n.Status.Addresses)
 	}
 	ready := condition(n, corev1.NodeReady)
-	if ready.Status != corev1.ConditionFalse || ready.Reason != "KubeletNotReady" || ready.Message != NotReadyMessage {
-		t.Errorf("Ready = %+v, want False/KubeletNotReady/%q", ready, NotReadyMessage)
+	if ready.Status != corev1.ConditionTrue || ready.Reason != "KubeletReady" || ready.Message != "kubelet is posting ready status" {
+		t.Errorf("Ready = %+v, want True/KubeletReady", ready)
 	}
 	if !ready.LastHeartbeatTime.Time.Equal(start) {
 		t.Errorf("first heartbeat = %v, want %v", ready.LastHeartbeatTime, start)
@@ -166,7 +171,7 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 	controllertest.Eventually(t, "the changed status posted at once", func() (bool, error) {
 		n := getNode(t, client, "agent-1")
 		r := condition(n, corev1.NodeReady)
-		return r.Status == corev1.ConditionFalse && r.Message == NotReadyMessage && n.Status.NodeInfo.KernelVersion == "6.2.0" &&
+		return r.Status == corev1.ConditionTrue && n.Status.NodeInfo.KernelVersion == "6.2.0" &&
 			r.LastHeartbeatTime.Time.Equal(start.Add(70*time.Second)), nil
 	})
 }
@@ -252,4 +257,40 @@ func TestAgentRetriesWhileServerFails(t *testing.T) {
 		_, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, "agent-3", metav1.GetOptions{})
 		return err == nil, nil
 	})
+}
+
+// TestAgentReadyFollowsTheRuntime: a runtime whose network is not ready
+// (no pod CIDR, so no CNI config) keeps the Node NotReady with upstream's
+// message, and the agent checks every second; once the network is ready
+// the Node turns Ready at the next second and the daemon endpoint is the
+// kubelet port.
+func TestAgentReadyFollowsTheRuntime(t *testing.T) {
+	env := controllertest.New(t, "kube-node-lease")
+	client := env.Context.Client
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	rt := cri.NewFake()
+	a := New(Config{Name: "agent-3", NodeIPs: []net.IP{net.ParseIP("192.0.2.12")}, KubeletPort: 10250}, client, rt, clk, quiet)
+	a.readSystem = (&fakeSystem{sys: testSystem()}).read
+	env.Start(t, a)
+
+	ready := func() corev1.NodeCondition {
+		n, err := client.CoreV1().Nodes().Get(context.Background(), "agent-3", metav1.GetOptions{})
+		if err != nil {
+			return corev1.NodeCondition{}
+		}
+		return condition(n, corev1.NodeReady)
+	}
+	controllertest.EventuallyTrue(t, "the node registered NotReady", func() bool { return ready().Status == corev1.ConditionFalse })
+	want := "container runtime network not ready: NetworkReady=false reason: message:"
+	if r := ready(); r.Reason != "KubeletNotReady" || r.Message != want {
+		t.Errorf("Ready = %s/%q, want KubeletNotReady/%q", r.Reason, r.Message, want)
+	}
+	if port := getNode(t, client, "agent-3").Status.DaemonEndpoints.KubeletEndpoint.Port; port != 10250 {
+		t.Errorf("kubelet endpoint port = %d, want 10250", port)
+	}
+	if err := rt.UpdateRuntimeConfig(context.Background(), "10.42.3.0/24"); err != nil {
+		t.Fatal(err)
+	}
+	step(t, clk, time.Second)
+	controllertest.EventuallyTrue(t, "the node Ready a second later", func() bool { return ready().Status == corev1.ConditionTrue })
 }

@@ -54,9 +54,13 @@ type Workers struct {
 	LogRoot string
 	// SystemdCgroups names pod cgroups as systemd slices.
 	SystemdCgroups bool
-	// Relist is how often every pod is synced again, to notice containers
-	// that exited (default 1 s, as upstream's PLEG relist).
+	// Relist is how often the runtime's pods are listed to notice
+	// containers that changed, e.g. exited (default 1 s, as upstream's
+	// PLEG relist); only the pods that changed are synced.
 	Relist time.Duration
+	// Resync is how often every pod is synced even when nothing changed
+	// (default 10 s).
+	Resync time.Duration
 	// Parallel is the number of pods synced at once (default 4).
 	Parallel int
 	// Now is the clock of status timestamps and of restart back-offs
@@ -70,6 +74,9 @@ type Workers struct {
 	recorder record.EventRecorder
 	lister   listerscorev1.PodLister
 	queue    workqueue.TypedRateLimitingInterface[string]
+
+	relists    int                   // relists done; every resyncEvery-th is a full one
+	prevRelist map[string]runtimePod // by pod UID, what the last relist saw
 
 	mu       sync.Mutex
 	waiting  map[string]map[string]*corev1.ContainerStateWaiting // pod UID → container → why it waits
@@ -92,6 +99,9 @@ func (w *Workers) Start(ctx context.Context) error {
 	}
 	if w.Relist <= 0 {
 		w.Relist = time.Second
+	}
+	if w.Resync <= 0 {
+		w.Resync = 10 * time.Second
 	}
 	if w.Parallel <= 0 {
 		w.Parallel = 4
@@ -138,29 +148,6 @@ func (w *Workers) Start(ctx context.Context) error {
 	w.queue.ShutDown()
 	wg.Wait()
 	return nil
-}
-
-// relist queues every pod of the node and every pod the runtime has a
-// sandbox of (so that those of deleted pods are cleaned up).
-func (w *Workers) relist(ctx context.Context) {
-	pods, err := w.lister.List(everything)
-	if err != nil {
-		w.log.Error("list pods", "err", err)
-	}
-	for _, p := range pods {
-		w.queue.Add(p.Namespace + "/" + p.Name)
-	}
-	sandboxes, err := w.runtime.ListPodSandbox(ctx, nil)
-	if err != nil {
-		w.log.Warn("list pod sandboxes", "err", err)
-		return
-	}
-	for _, sb := range sandboxes {
-		ns, name := sb.Labels[podconfig.LabelPodNamespace], sb.Labels[podconfig.LabelPodName]
-		if ns != "" && name != "" {
-			w.queue.Add(ns + "/" + name)
-		}
-	}
 }
 
 func (w *Workers) processNext(ctx context.Context) bool {

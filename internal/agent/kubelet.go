@@ -1,0 +1,69 @@
+package agent
+
+import (
+	"log/slog"
+	"net"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/client-go/kubernetes"
+
+	"orch/internal/kubelet/containerd"
+	"orch/internal/kubelet/cri"
+	"orch/internal/kubelet/node"
+	"orch/internal/kubelet/podconfig"
+	"orch/internal/kubelet/pods"
+	"orch/internal/network"
+	"orch/internal/run"
+)
+
+// kubelet is what runs once the container runtime is connected: the Node's
+// registration and status, the pod network's CNI config and the pod
+// workers.
+func kubelet(c checked, nodeCfg node.Config, client kubernetes.Interface, rt *cri.Runtime, log *slog.Logger) ([]run.Named, error) {
+	sys, err := node.ReadSystem(c.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	status := node.Status(nodeCfg, sys, nil, time.Now())
+	workers := pods.New(client, podconfig.Node{
+		Name:           c.NodeName,
+		HostIPs:        ipStrings(c.ips),
+		Allocatable:    status.Allocatable,
+		MemoryCapacity: sys.MemoryBytes,
+		ClusterDomain:  "cluster.local",
+		CgroupV2:       cgroupV2(),
+	}, rt, log)
+	workers.LogRoot = podLogRoot(c.DataDir)
+	workers.SystemdCgroups = containerd.SystemdIsInit()
+	return []run.Named{
+		{Name: "node status", Runnable: node.New(nodeCfg, client, rt, nil, log)},
+		{Name: "pod network config", Runnable: network.NewCNIConfigWriter(cniConfig(c), client, rt, log)},
+		{Name: "pods", Runnable: workers},
+	}, nil
+}
+
+// podLogRoot is where the pods' container logs go: /var/log/pods, as
+// upstream's, for the default data dir; under the data dir for another
+// (a second agent on the machine, a test), so agents never share it.
+func podLogRoot(dataDir string) string {
+	if filepath.Clean(dataDir) == DefaultDataDir {
+		return "/var/log/pods"
+	}
+	return filepath.Join(dataDir, "agent", "pod-logs")
+}
+
+// cgroupV2 reports whether /sys/fs/cgroup is the unified hierarchy.
+func cgroupV2() bool {
+	var fs unix.Statfs_t
+	return unix.Statfs("/sys/fs/cgroup", &fs) == nil && fs.Type == unix.CGROUP2_SUPER_MAGIC
+}
+
+func ipStrings(ips []net.IP) []string {
+	out := make([]string, len(ips))
+	for i, ip := range ips {
+		out[i] = ip.String()
+	}
+	return out
+}

@@ -1,0 +1,195 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"orch/internal/agent"
+	"orch/internal/kubelet/images"
+	"orch/internal/network"
+)
+
+// Agent is one `orch agent` process with its data directory.
+type Agent struct {
+	t       *testing.T
+	Name    string // --node-name
+	DataDir string
+	args    []string
+	cmd     *exec.Cmd
+	logs    *lockedBuffer
+	exited  chan error
+}
+
+// StartAgent starts `orch agent` joined to s as node name, with its own
+// containerd under a fresh data dir holding the busybox test image
+// (images.BusyboxRef) in its air-gap image directory. When t ends the
+// agent is stopped and whatever its runtime left (shims, mounts, the
+// bridge) is removed.
+func StartAgent(t *testing.T, s *Server, name string, extra ...string) *Agent {
+	t.Helper()
+	requireRuntime(t)
+	dataDir := filepath.Join(t.TempDir(), "data")
+	writeBusyboxImage(t, dataDir)
+	a := &Agent{t: t, Name: name, DataDir: dataDir, logs: &lockedBuffer{},
+		args: append([]string{"agent", "--server", s.URL(), "--token", s.Token(), "--data-dir", dataDir,
+			"--node-name", name, "--node-ip", "127.0.0.1"}, extra...)}
+	t.Cleanup(func() {
+		a.Stop()
+		if t.Failed() {
+			t.Logf("agent %s logs:\n%s", name, truncateHead(a.logs.String(), 20000))
+			if data, err := os.ReadFile(filepath.Join(dataDir, "agent", "containerd", "containerd.log")); err == nil {
+				t.Logf("containerd log (tail):\n%s", truncateHead(string(data), 3000))
+			}
+		}
+		cleanUpRuntime(t, dataDir)
+	})
+	a.Start()
+	return a
+}
+
+// Start starts the agent process (again).
+func (a *Agent) Start() {
+	a.t.Helper()
+	cmd := exec.Command(orchBin, a.args...)
+	cmd.Stdout, cmd.Stderr = a.logs, a.logs
+	if err := cmd.Start(); err != nil {
+		a.t.Fatal(err)
+	}
+	a.cmd, a.exited = cmd, make(chan error, 1)
+	go func(exited chan error) { exited <- cmd.Wait() }(a.exited)
+}
+
+// Stop sends SIGTERM and waits for the agent to exit (SIGKILL and a test
+// failure after 60 s). Its containers keep running.
+func (a *Agent) Stop() {
+	a.t.Helper()
+	if a.cmd == nil {
+		return
+	}
+	defer func() { a.cmd = nil }()
+	a.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-a.exited:
+		if err != nil {
+			a.t.Errorf("orch agent %s after SIGTERM: %v, want exit status 0", a.Name, err)
+		}
+	case <-time.After(60 * time.Second):
+		a.cmd.Process.Kill()
+		<-a.exited
+		a.t.Errorf("orch agent %s did not exit within 60 s of SIGTERM", a.Name)
+	}
+}
+
+// Alive fails the test if the agent exited.
+func (a *Agent) Alive() {
+	a.t.Helper()
+	select {
+	case err := <-a.exited:
+		a.cmd = nil
+		a.t.Fatalf("orch agent %s exited: %v", a.Name, err)
+	default:
+	}
+}
+
+// Token is the server's join token.
+func (s *Server) Token() string {
+	s.t.Helper()
+	data, err := os.ReadFile(filepath.Join(s.Dir, "server", "token"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// requireRuntime fails (never skips) unless the test can run containers.
+func requireRuntime(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("this test runs containerd and must run as root (make test does; scripts/test-deps.sh installs what it needs)")
+	}
+	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "ip"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Fatalf("%s is not installed: run scripts/test-deps.sh as root", bin)
+		}
+	}
+	for _, path := range []string{"/bin/busybox", "/usr/lib/cni/bridge", "/usr/lib/cni/host-local", "/usr/lib/cni/loopback", "/usr/lib/cni/portmap"} {
+		if _, err := os.Stat(path); err != nil {
+			t.Fatalf("%s is missing: run scripts/test-deps.sh as root", path)
+		}
+	}
+}
+
+// writeBusyboxImage puts the busybox test image where the agent of
+// dataDir imports images from.
+func writeBusyboxImage(t *testing.T, dataDir string) {
+	t.Helper()
+	dir := filepath.Join(dataDir, "agent", "images")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, "busybox.tar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := images.WriteBusybox(f, "/bin/busybox", runtime.GOARCH); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cleanUpRuntime removes what the runtime of the agent with dataDir left
+// after the agent stopped: the shims of running containers (an agent
+// leaves its pods running, by design), mounts under its directories, its
+// runtime state and the pod bridge.
+func cleanUpRuntime(t *testing.T, dataDir string) {
+	state := agent.ContainerdState(dataDir)
+	for _, p := range processesMentioning(state) {
+		pid, _, _ := strings.Cut(p, ":")
+		var n int
+		for _, c := range pid {
+			n = n*10 + int(c-'0')
+		}
+		syscall.Kill(n, syscall.SIGKILL)
+	}
+	time.Sleep(200 * time.Millisecond) // the killed shims' children go with them
+	data, _ := os.ReadFile("/proc/self/mountinfo")
+	var mounts []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && (strings.HasPrefix(f[4], dataDir) || strings.HasPrefix(f[4], state)) {
+			mounts = append(mounts, f[4])
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(mounts)))
+	for _, m := range mounts {
+		syscall.Unmount(m, syscall.MNT_DETACH)
+	}
+	os.RemoveAll(state)
+	exec.Command("ip", "link", "del", network.DefaultBridgeName).Run()
+}
+
+// lockedBuffer is a bytes.Buffer safe for a process's output and the test.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
