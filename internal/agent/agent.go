@@ -183,7 +183,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		defer rt.Close()
 		v := rt.RuntimeVersion()
 		log.Info("container runtime connected", "endpoint", endpoint, "runtime", v.RuntimeName+"://"+v.RuntimeVersion)
-		parts, err := kubelet(c, nodeCfg, client, rt, log)
+		parts, err := kubelet(c, nodeCfg, creds.Cluster(), client, rt, log)
 		if err != nil {
 			return err
 		}

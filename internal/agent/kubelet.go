@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/client-go/kubernetes"
 
+	"orch/internal/join"
 	"orch/internal/kubelet/containerd"
 	"orch/internal/kubelet/cri"
 	"orch/internal/kubelet/node"
@@ -21,7 +22,7 @@ import (
 // kubelet is what runs once the container runtime is connected: the Node's
 // registration and status, the pod network's CNI config and the pod
 // workers.
-func kubelet(c checked, nodeCfg node.Config, client kubernetes.Interface, rt *cri.Runtime, log *slog.Logger) ([]run.Named, error) {
+func kubelet(c checked, nodeCfg node.Config, cluster join.Cluster, client kubernetes.Interface, rt *cri.Runtime, log *slog.Logger) ([]run.Named, error) {
 	sys, err := node.ReadSystem(c.DataDir)
 	if err != nil {
 		return nil, err
@@ -32,9 +33,11 @@ func kubelet(c checked, nodeCfg node.Config, client kubernetes.Interface, rt *cr
 		HostIPs:        ipStrings(c.ips),
 		Allocatable:    status.Allocatable,
 		MemoryCapacity: sys.MemoryBytes,
-		ClusterDomain:  "cluster.local",
+		ClusterDomain:  cluster.Domain,
 		CgroupV2:       cgroupV2(),
 	}, rt, log)
+	workers.RootDir = filepath.Join(c.DataDir, "agent", "kubelet")
+	workers.DNS = podconfig.ClusterDNS{Servers: []string{cluster.DNS}, Domain: cluster.Domain}
 	workers.LogRoot = podLogRoot(c.DataDir)
 	workers.SystemdCgroups = containerd.SystemdIsInit()
 	return []run.Named{

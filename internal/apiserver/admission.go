@@ -14,7 +14,8 @@ import (
 )
 
 // admitCreate runs the built-in admission steps for a new object: namespace
-// lifecycle, and cluster IP and node port allocation for services.
+// lifecycle, cluster IP and node port allocation for services, and for
+// pods the service account, default tolerations and priority.
 func (s *Server) admitCreate(ctx context.Context, rs *resourceStore, obj runtime.Object, dryRun bool) error {
 	if err := s.checkNamespace(ctx, rs, obj); err != nil {
 		return err
@@ -23,6 +24,9 @@ func (s *Server) admitCreate(ctx context.Context, rs *resourceStore, obj runtime
 	case *corev1.Service:
 		return s.allocateService(ctx, rs, o, nil, dryRun)
 	case *corev1.Pod:
+		if err := s.admitServiceAccount(ctx, o); err != nil {
+			return err
+		}
 		addDefaultTolerations(o)
 		return s.admitPriority(ctx, o)
 	}

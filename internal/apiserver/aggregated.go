@@ -46,6 +46,11 @@ func (s *Server) serveAggregated(w http.ResponseWriter, core bool) {
 		for _, rs := range g.resources {
 			version.Resources = append(version.Resources, resourceDiscovery(rs))
 		}
+		for _, v := range g.virtual {
+			version.Resources = append(version.Resources, apidiscoveryv2.APIResourceDiscovery{
+				Resource: v.gvr.Resource, SingularResource: v.singular, Scope: apidiscoveryv2.ScopeCluster, Verbs: createOnly,
+				ResponseKind: &metav1.GroupVersionKind{Group: v.gvr.Group, Version: v.gvr.Version, Kind: v.kind}})
+		}
 		sort.Slice(version.Resources, func(i, j int) bool { return version.Resources[i].Resource < version.Resources[j].Resource })
 		if i, ok := index[g.gv.Group]; ok {
 			list.Items[i].Versions = append(list.Items[i].Versions, version)

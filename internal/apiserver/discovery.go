@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -97,6 +98,9 @@ func resourceList(g apiGroup) *metav1.APIResourceList {
 			list.APIResources = append(list.APIResources, ar)
 		}
 	}
+	for _, v := range g.virtual {
+		list.APIResources = append(list.APIResources, metav1.APIResource{Name: v.gvr.Resource, SingularName: v.singular, Kind: v.kind, Verbs: createOnly})
+	}
 	sort.SliceStable(list.APIResources, func(i, j int) bool {
 		return strings.Split(list.APIResources[i].Name, "/")[0] < strings.Split(list.APIResources[j].Name, "/")[0]
 	})
@@ -126,6 +130,8 @@ func subresourcesOf(rs *resourceStore) []subresource {
 			subresource{"eviction", schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, metav1.Verbs{"create"}})
 	case "namespaces":
 		subs = append(subs, subresource{"finalize", rs.gvk, metav1.Verbs{"update"}})
+	case "serviceaccounts":
+		subs = append(subs, subresource{"token", authenticationv1.SchemeGroupVersion.WithKind("TokenRequest"), metav1.Verbs{"create"}})
 	}
 	return subs
 }

@@ -1,6 +1,8 @@
 package apiserver
 
 import (
+	"bufio"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -65,3 +67,16 @@ func (s *statusRecorder) Flush() {
 		f.Flush()
 	}
 }
+
+// Hijack lets streaming subresources (exec, attach, portforward, proxy)
+// take over the connection; it records 101 Switching Protocols.
+func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(s.ResponseWriter).Hijack()
+	if err == nil {
+		s.code = http.StatusSwitchingProtocols
+	}
+	return conn, rw, err
+}
+
+// Unwrap is for http.ResponseController.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -48,6 +48,9 @@ func parseResourcePath(r *http.Request) (requestInfo, bool, error) {
 			parts = parts[2:]
 		}
 	}
+	if len(parts) > 3 && parts[2] == "proxy" {
+		parts = parts[:3] // the rest is the proxied path (see proxyPath)
+	}
 	if len(parts) > 3 {
 		return info, true, fmt.Errorf("the path %q has too many segments", r.URL.Path)
 	}

@@ -1,23 +1,29 @@
 // Package apiserver serves the Kubernetes API over HTTP: discovery, OpenAPI,
 // and generic REST handlers (get, list, watch, create, update, patch, delete,
 // deletecollection and the status, scale and binding subresources) for every
-// resource in the registry, stored through internal/storage.
+// resource in the registry, stored through internal/storage. It also issues
+// and checks service account tokens (serviceaccounts/token, TokenReview,
+// SelfSubjectReview, issuer discovery; see tokens.go and package satoken) and
+// runs the built-in admission steps (admission.go).
 package apiserver
 
 import (
 	"context"
+	"crypto"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 
 	"orch/internal/apiserver/registry"
+	"orch/internal/apiserver/satoken"
 	"orch/internal/storage"
 )
 
@@ -30,6 +36,30 @@ type Config struct {
 	Log         *slog.Logger
 	// Checks are extra readiness checks (e.g. "etcd") shown on /readyz.
 	Checks map[string]func(ctx context.Context) error
+
+	// ServiceAccountKey signs service account tokens (RSA or ECDSA); nil
+	// leaves serviceaccounts/token, bearer tokens and issuer discovery off.
+	ServiceAccountKey crypto.Signer
+	// ServiceAccountIssuer is the iss of the tokens; empty means
+	// DefaultIssuer(ClusterDomain).
+	ServiceAccountIssuer string
+	// ClusterDomain is --cluster-domain; empty means cluster.local.
+	ClusterDomain string
+	// APIAudiences are the audiences tokens must have to be accepted by the
+	// apiserver; empty means the issuer alone, as upstream.
+	APIAudiences []string
+	// ExternalAddress is host:port clients reach the apiserver at; the
+	// issuer discovery document's jwks_uri points there.
+	ExternalAddress string
+	// DisableServiceAccountAdmission turns the ServiceAccount admission of
+	// pods off, as upstream's integration tests do where no service account
+	// controller runs.
+	DisableServiceAccountAdmission bool
+	// Now is the clock of token issue and checks; nil means time.Now.
+	Now func() time.Time
+	// KubeletClient reaches kubelets for pods/log, exec, attach,
+	// portforward and nodes/proxy; nil answers those with 501.
+	KubeletClient *KubeletClientConfig
 }
 
 // Server is the API handler. Start runs its watch caches; ServeHTTP serves.
@@ -43,6 +73,8 @@ type Server struct {
 	alloc     *allocator
 	fields    *fieldManagers
 	openapi   openAPIDocs
+	tokens    *tokens // nil without a service account key
+	virtual   map[schema.GroupVersionResource]*virtualResource
 
 	mu      sync.Mutex
 	started bool
@@ -52,6 +84,7 @@ type Server struct {
 type apiGroup struct {
 	gv        schema.GroupVersion
 	resources []*resourceStore
+	virtual   []*virtualResource
 }
 
 // New builds the server over cfg.Storage.
@@ -72,6 +105,13 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.fields = newFieldManagers(s.codecs.scheme, defaults)
+	s.addVirtualResources()
+	if cfg.ServiceAccountKey != nil {
+		var err error
+		if s.tokens, err = newTokens(s, cfg); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -131,6 +171,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.metrics.serve(w, r)
 	case strings.HasPrefix(path, "/openapi/"):
 		s.serveOpenAPI(w, r)
+	case path == satoken.OpenIDConfigPath || path == satoken.JWKSPath:
+		s.serveIssuerDiscovery(w, r)
 	default:
 		s.serveAPI(w, r)
 	}
@@ -144,6 +186,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	if !isResource {
 		s.serveDiscovery(w, r)
+		return
+	}
+	if v, ok := s.virtual[info.GroupVersion.WithResource(info.Resource)]; ok {
+		s.serveVirtual(w, r, info, v)
 		return
 	}
 	rs, ok := s.resources[info.GroupVersion.WithResource(info.Resource)]

@@ -36,8 +36,10 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, info r
 		s.evict(w, r, info, rs)
 	case info.Subresource == "finalize" && rs.res.Resource == "namespaces" && info.Verb == "update":
 		s.finalizeNamespace(w, r, info, rs)
-	case rs.res.Resource == "pods" && isStreamingSubresource(info.Subresource):
-		fail(notImplemented("pods/" + info.Subresource + " (it needs the node agent)"))
+	case info.Subresource == "token" && rs.res.Resource == "serviceaccounts" && info.Verb == "create":
+		s.createToken(w, r, info, rs)
+	case isProxiedSubresource(rs.res.Resource, info.Subresource):
+		s.serveProxied(w, r, info, rs)
 	default:
 		fail(apierrors.NewGenericServerResponse(http.StatusNotFound, info.Verb, rs.gr, info.Name, "", 0, false))
 	}

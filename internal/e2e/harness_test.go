@@ -26,12 +26,12 @@ type Server struct {
 	// WithAgent runs the server's own agent (node e2e-server); without
 	// it the server runs with --disable-agent.
 	WithAgent bool
-	etcdPorts  [2]int // client, peer
-	starts     int    // how many times it was started (one log file each)
-	ready      bool   // it was ready once
-	cmd        *exec.Cmd
-	done       chan struct{} // closed when the process has exited
-	exitErr    error
+	etcdPorts [2]int // client, peer
+	starts    int    // how many times it was started (one log file each)
+	ready     bool   // it was ready once
+	cmd       *exec.Cmd
+	done      chan struct{} // closed when the process has exited
+	exitErr   error
 }
 
 // StartServer starts a server (with --disable-agent) in a fresh temporary

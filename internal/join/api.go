@@ -67,4 +67,17 @@ type CertificatesResponse struct {
 	CA                 string `json:"ca"`
 	ClientCertificate  string `json:"clientCertificate"`
 	ServingCertificate string `json:"servingCertificate"`
+	// Cluster is what the node's kubelet must agree on with the server.
+	Cluster Cluster `json:"cluster"`
 }
+
+// Cluster holds the cluster-wide settings a kubelet needs.
+type Cluster struct {
+	// DNS is the cluster DNS Service's IP (the server's --cluster-dns).
+	DNS string `json:"dns"`
+	// Domain is the cluster's DNS domain (--cluster-domain).
+	Domain string `json:"domain"`
+}
+
+// DefaultCluster is what a server that sends no settings means.
+var DefaultCluster = Cluster{DNS: "10.43.0.10", Domain: "cluster.local"}

@@ -57,6 +57,14 @@ func newCredentials(c checked, caPEM []byte, issued *issuedCerts) (*Credentials,
 	}, nil
 }
 
+// Cluster is the cluster-wide settings the server gave with the
+// certificates.
+func (c *Credentials) Cluster() Cluster {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.issued.cluster
+}
+
 // ClientCertificate is the current kubelet client certificate (Leaf set).
 func (c *Credentials) ClientCertificate() *tls.Certificate {
 	c.mu.RLock()

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -24,6 +25,7 @@ const (
 	ClientKeyFile      = "client-kubelet.key"
 	ServingCertFile    = "serving-kubelet.crt"
 	ServingKeyFile     = "serving-kubelet.key"
+	ClusterFile        = "cluster.json" // the Cluster settings, next to the certificates
 	KubeconfigFile     = "kubelet.kubeconfig"
 	NodePasswordFile   = "node-password"
 	nodePasswordLength = 32 // bytes of randomness, hex-encoded
@@ -33,6 +35,7 @@ const (
 type paths struct {
 	agent, tls                                                         string
 	ca, clientCert, clientKey, servingCert, servingKey, kubeconfig, pw string
+	cluster                                                            string
 }
 
 func pathsFor(dataDir string) paths {
@@ -45,6 +48,7 @@ func pathsFor(dataDir string) paths {
 		servingCert: filepath.Join(dir, ServingCertFile), servingKey: filepath.Join(dir, ServingKeyFile),
 		kubeconfig: filepath.Join(agent, KubeconfigFile),
 		pw:         filepath.Join(agent, NodePasswordFile),
+		cluster:    filepath.Join(dir, ClusterFile),
 	}
 }
 
@@ -97,6 +101,10 @@ func loadOrNewKey(path string) (keyPair, error) {
 // atomically; a crash in between leaves a key without its certificate,
 // which the next Join notices and repairs.
 func (p paths) store(caPEM []byte, issued *issuedCerts) error {
+	cluster, err := json.Marshal(issued.cluster)
+	if err != nil {
+		return err
+	}
 	for _, f := range []struct {
 		path string
 		data []byte
@@ -107,6 +115,7 @@ func (p paths) store(caPEM []byte, issued *issuedCerts) error {
 		{p.servingKey, issued.servingKey.pem, 0o600},
 		{p.clientCert, issued.clientCertPEM, 0o644},
 		{p.servingCert, issued.servingCertPEM, 0o644},
+		{p.cluster, cluster, 0o644},
 	} {
 		if err := pki.WriteFileAtomic(f.path, f.data, f.mode); err != nil {
 			return fmt.Errorf("orch agent: store the node certificates: %w", err)
@@ -146,6 +155,13 @@ func loadStored(c checked) (*Credentials, error) {
 	}
 	if _, _, err := checkIssued(c, caPEM, issued); err != nil {
 		return nil, err
+	}
+	issued.cluster = DefaultCluster // what agents stored before the server sent it
+	if data, err := os.ReadFile(c.paths.cluster); err == nil {
+		if err := json.Unmarshal(data, &issued.cluster); err != nil {
+			return nil, fmt.Errorf("%s: %w", c.paths.cluster, err)
+		}
+		issued.cluster = withDefaults(issued.cluster)
 	}
 	creds, err := newCredentials(c, caPEM, issued)
 	if err != nil {

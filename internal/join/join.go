@@ -253,6 +253,7 @@ func fetchCA(ctx context.Context, c checked) ([]byte, error) {
 type issuedCerts struct {
 	clientCertPEM, servingCertPEM []byte
 	clientKey, servingKey         keyPair
+	cluster                       Cluster // the settings that came with them
 }
 
 // requestCertificates sends the token's secret and CSRs for both keys to
@@ -312,7 +313,7 @@ func requestCertificates(ctx context.Context, c checked, caPEM []byte, password 
 		return nil, fmt.Errorf("orch agent: cannot decode the server's node certificates: %w (is %s an orch server of the same version?)", err, c.Server)
 	}
 	issued := &issuedCerts{clientCertPEM: []byte(answer.ClientCertificate), servingCertPEM: []byte(answer.ServingCertificate),
-		clientKey: clientKey, servingKey: servingKey}
+		clientKey: clientKey, servingKey: servingKey, cluster: withDefaults(answer.Cluster)}
 	if _, _, err := checkIssued(c, caPEM, issued); err != nil {
 		return nil, fmt.Errorf("orch agent: the server's node certificates do not fit this node: %w (is %s an orch server of the same version?)", err, c.Server)
 	}
@@ -354,4 +355,15 @@ type keyPair struct {
 func newKeyPair() (keyPair, error) {
 	signer, pemData, err := pki.NewPrivateKey()
 	return keyPair{signer, pemData}, err
+}
+
+// withDefaults fills what an older server left out of c.
+func withDefaults(c Cluster) Cluster {
+	if c.DNS == "" {
+		c.DNS = DefaultCluster.DNS
+	}
+	if c.Domain == "" {
+		c.Domain = DefaultCluster.Domain
+	}
+	return c
 }

@@ -11,8 +11,12 @@
 // ParseToken and VerifyCAHash let an agent check the server's CA against it
 // before it sends anything. WriteKubeconfig writes an admin kubeconfig.
 //
-// Only the standard library's crypto is used; keys are ECDSA P-256 and are
-// written with mode 0600, certificates with 0644, every file atomically.
+// Ensure also keeps the service account token signing key (an RSA 2048 key,
+// created once and never replaced, as upstream's sa.key).
+//
+// Only the standard library's crypto is used; certificate keys are ECDSA
+// P-256; keys are written with mode 0600, certificates with 0644, every file
+// atomically.
 package pki
 
 import (
@@ -85,6 +89,10 @@ type Bundle struct {
 	CACertPEM, CAKeyPEM           []byte
 	ServingCertPEM, ServingKeyPEM []byte
 	AdminCertPEM, AdminKeyPEM     []byte
+	// ServiceAccountKeyPEM is the service account token signing key
+	// (ServiceAccountKeyFile), ServiceAccountKey the parsed key.
+	ServiceAccountKeyPEM []byte
+	ServiceAccountKey    crypto.Signer
 
 	// CA, Serving and Admin are the parsed certificates.
 	CA, Serving, Admin *x509.Certificate
@@ -130,6 +138,9 @@ func Ensure(cfg Config) (*Bundle, error) {
 	}
 	b.Admin, b.AdminCertPEM, b.AdminKeyPEM, err = b.ensureLeaf(admin)
 	if err != nil {
+		return nil, err
+	}
+	if err := b.ensureServiceAccountKey(); err != nil {
 		return nil, err
 	}
 	return b, nil

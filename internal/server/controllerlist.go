@@ -1,6 +1,10 @@
 package server
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+
 	"orch/internal/controller"
 	"orch/internal/controller/cronjob"
 	"orch/internal/controller/daemonset"
@@ -18,9 +22,11 @@ import (
 	"orch/internal/controller/pvbinder"
 	"orch/internal/controller/replicaset"
 	"orch/internal/controller/resourcequota"
+	"orch/internal/controller/rootcacertpublisher"
 	"orch/internal/controller/serviceaccount"
 	"orch/internal/controller/statefulset"
 	"orch/internal/controller/ttlafterfinished"
+	"orch/internal/pki"
 	"orch/internal/run"
 	"orch/internal/scheduler"
 )
@@ -36,6 +42,11 @@ func controllers(p parsed) func(ctx controller.Context) ([]run.Named, error) {
 		if err != nil {
 			return nil, err
 		}
+		caPath := filepath.Join(p.tlsDir(), pki.CACertFile)
+		rootCA, err := os.ReadFile(caPath)
+		if err != nil {
+			return nil, fmt.Errorf("read the cluster CA for kube-root-ca.crt: %w", err)
+		}
 		return []run.Named{
 			{Name: "scheduler", Runnable: scheduler.New(ctx)},
 			{Name: "nodelifecycle", Runnable: lifecycle},
@@ -49,6 +60,7 @@ func controllers(p parsed) func(ctx controller.Context) ([]run.Named, error) {
 			{Name: "garbagecollector", Runnable: garbagecollector.New(ctx)},
 			{Name: "namespace", Runnable: namespace.New(ctx)},
 			{Name: "serviceaccount", Runnable: serviceaccount.New(ctx)},
+			{Name: rootcacertpublisher.Name, Runnable: rootcacertpublisher.New(ctx, rootCA)},
 			{Name: "resourcequota", Runnable: resourcequota.New(ctx)},
 			{Name: "ttlafterfinished", Runnable: ttlafterfinished.New(ctx)},
 			{Name: "nodeipam", Runnable: ipam},

@@ -38,13 +38,15 @@ import (
 type joinHandler struct {
 	bundle *pki.Bundle
 	secret string
+	// cluster goes to agents with their certificates.
+	cluster join.Cluster
 	// client writes the node password secrets (the loopback clientset).
 	client   kubernetes.Interface
 	validity time.Duration
 	log      *slog.Logger
 }
 
-func newJoinHandler(bundle *pki.Bundle, token string, loopback *rest.Config, log *slog.Logger) (*joinHandler, error) {
+func newJoinHandler(bundle *pki.Bundle, token string, cluster join.Cluster, loopback *rest.Config, log *slog.Logger) (*joinHandler, error) {
 	_, secret, err := pki.ParseToken(token)
 	if err != nil {
 		return nil, err
@@ -53,7 +55,7 @@ func newJoinHandler(bundle *pki.Bundle, token string, loopback *rest.Config, log
 	if err != nil {
 		return nil, err
 	}
-	return &joinHandler{bundle: bundle, secret: secret, client: client, validity: pki.LeafValidity, log: log}, nil
+	return &joinHandler{bundle: bundle, secret: secret, cluster: cluster, client: client, validity: pki.LeafValidity, log: log}, nil
 }
 
 // wrap answers the join paths and hands every other request to next.
@@ -136,6 +138,7 @@ func (h *joinHandler) serveCertificates(w http.ResponseWriter, r *http.Request) 
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(join.CertificatesResponse{
 		CA: string(h.bundle.CACertPEM), ClientCertificate: string(clientPEM), ServingCertificate: string(servingPEM),
+		Cluster: h.cluster,
 	})
 }
 

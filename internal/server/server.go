@@ -17,6 +17,7 @@ import (
 	"orch/internal/apiserver"
 	"orch/internal/apiserver/filters"
 	"orch/internal/apiserver/registry/all"
+	"orch/internal/join"
 	"orch/internal/memory"
 	"orch/internal/pki"
 	"orch/internal/run"
@@ -53,7 +54,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	api, err := apiserver.New(apiserver.Config{
 		Storage: store, Resources: all.Resources(), ServiceCIDR: p.serviceCIDR, Version: version.Info(),
-		Log: log.With("component", "apiserver"),
+		Log: log.With("component", "apiserver"), ServiceAccountKey: bundle.ServiceAccountKey,
+		ClusterDomain: p.ClusterDomain, ExternalAddress: net.JoinHostPort(p.advertise.String(), strconv.Itoa(p.HTTPSPort)),
 		Checks: map[string]func(context.Context) error{"etcd": func(ctx context.Context) error {
 			_, err := store.CurrentRevision(ctx)
 			return err
@@ -74,11 +76,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := pki.WriteKubeconfig(p.WriteKubeconfig, p.WriteKubeconfigMode, url, bundle.CACertPEM, bundle.AdminCertPEM, bundle.AdminKeyPEM); err != nil {
 		return err
 	}
-	joins, err := newJoinHandler(bundle, token, loopback, log.With("component", "join"))
+	joins, err := newJoinHandler(bundle, token, join.Cluster{DNS: p.ClusterDNS, Domain: p.ClusterDomain}, loopback, log.With("component", "join"))
 	if err != nil {
 		return err
 	}
-	handler := filters.Recover(log, joins.wrap(filters.Authenticate(api)))
+	handler := filters.Recover(log, joins.wrap(filters.Authenticate(api, api)))
 	httpServer := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	go func() {
 		ready := waitReady(ctx, url, bundle)

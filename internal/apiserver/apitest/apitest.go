@@ -1,16 +1,20 @@
 // Package apitest starts a real apiserver on a real embedded etcd for tests
 // and benchmarks: plain HTTP on loopback, every request authenticated as an
-// admin, everything torn down when the test ends.
+// admin unless it carries a bearer token (then the apiserver's own token
+// authentication decides), everything torn down when the test ends.
 package apitest
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,10 +33,32 @@ type Server struct {
 	Config *rest.Config
 	Etcd   *storage.EmbeddedEtcd
 	Store  *storage.Etcd
+	// API is the apiserver itself (for handlers a test builds around it).
+	API *apiserver.Server
+	// ServiceAccountKey signs the server's service account tokens.
+	ServiceAccountKey *rsa.PrivateKey
+}
+
+// Options change what Start sets up.
+type Options struct {
+	// ServiceAccountAdmission turns on the ServiceAccount admission of pods,
+	// which is off by default because no service account controller runs
+	// here (as in upstream's integration tests).
+	ServiceAccountAdmission bool
+	// Now is the apiserver's clock for tokens; nil means time.Now.
+	Now func() time.Time
+	// KubeletClient lets the apiserver reach (test) kubelets.
+	KubeletClient *apiserver.KubeletClientConfig
 }
 
 // Start runs etcd and the apiserver until the test ends.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, opts Options) *Server {
 	t.Helper()
 	etcd, err := storage.StartEtcd(storage.EtcdConfig{
 		Dir: t.TempDir(), Name: "test", UnsafeNoFsync: true,
@@ -48,15 +74,23 @@ func Start(t testing.TB) *Server {
 	if os.Getenv("ORCH_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	api, err := apiserver.New(apiserver.Config{Storage: store, Resources: all.Resources(), ServiceCIDR: cidr, Version: version.Info(), Log: log})
+	key := signingKey(t)
+	api, err := apiserver.New(apiserver.Config{Storage: store, Resources: all.Resources(), ServiceCIDR: cidr, Version: version.Info(), Log: log,
+		ServiceAccountKey: key, ExternalAddress: "127.0.0.1:6443", Now: opts.Now,
+		DisableServiceAccountAdmission: !opts.ServiceAccountAdmission, KubeletClient: opts.KubeletClient})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); api.Start(ctx) }()
+	authenticated := filters.Authenticate(api, api)
 	admin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := filters.WithUser(r.Context(), filters.User{Name: "test-admin", Groups: []string{"system:masters"}})
+		if _, ok := filters.BearerToken(r.Header.Get("Authorization")); ok {
+			authenticated.ServeHTTP(w, r)
+			return
+		}
+		ctx := filters.WithUser(r.Context(), filters.User{Name: "test-admin", Groups: []string{"system:masters", filters.AuthenticatedGroup}})
 		api.ServeHTTP(w, r.WithContext(ctx))
 	})
 	srv := httptest.NewServer(filters.Recover(log, admin))
@@ -67,7 +101,22 @@ func Start(t testing.TB) *Server {
 		<-done
 	})
 	cfg := &rest.Config{Host: srv.URL, QPS: -1, Timeout: 30 * time.Second}
-	return &Server{URL: srv.URL, Config: cfg, Etcd: etcd, Store: store}
+	return &Server{URL: srv.URL, Config: cfg, Etcd: etcd, Store: store, API: api, ServiceAccountKey: key}
+}
+
+var (
+	keyOnce sync.Once
+	key     *rsa.PrivateKey
+	keyErr  error
+)
+
+// signingKey is one RSA key per test process: making one takes a while.
+func signingKey(t testing.TB) *rsa.PrivateKey {
+	keyOnce.Do(func() { key, keyErr = rsa.GenerateKey(rand.Reader, 2048) })
+	if keyErr != nil {
+		t.Fatal(keyErr)
+	}
+	return key
 }
 
 func freeAddr(t testing.TB) string {

@@ -1,5 +1,6 @@
 // Package filters holds the HTTP middleware in front of the API handlers:
-// authentication, panic recovery and request limits. Each is a
+// authentication (client certificates and bearer tokens), panic recovery and
+// request limits. Each is a
 // func(http.Handler) http.Handler.
 package filters
 
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,8 +18,19 @@ import (
 // User is the authenticated identity of a request.
 type User struct {
 	Name   string
+	UID    string
 	Groups []string
+	Extra  map[string][]string
 }
+
+// TokenAuthenticator checks a bearer token for the apiserver's audiences
+// and returns its user, or an error saying why it is refused.
+type TokenAuthenticator interface {
+	AuthenticateToken(ctx context.Context, token string) (User, error)
+}
+
+// AuthenticatedGroup is the group every authenticated user is in.
+const AuthenticatedGroup = "system:authenticated"
 
 type userKey struct{}
 
@@ -36,11 +49,27 @@ func WithUser(ctx context.Context, user User) context.Context {
 var publicPaths = map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true, "/version/": true}
 
 // Authenticate accepts client certificates the TLS layer verified against
-// the cluster CA (CN is the user, O the groups) and answers 401 to anonymous
-// requests outside the public paths.
-func Authenticate(next http.Handler) http.Handler {
+// the cluster CA (CN is the user, O the groups), then bearer tokens that
+// tokens (nil for none) accepts; every user also gets the group
+// system:authenticated. A bearer token that is refused gets 401 on any path,
+// as upstream; anonymous requests get 401 outside the public paths.
+func Authenticate(tokens TokenAuthenticator, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if user, ok := certificateUser(r); ok {
+			next.ServeHTTP(w, r.WithContext(WithUser(r.Context(), user)))
+			return
+		}
+		if token, ok := BearerToken(r.Header.Get("Authorization")); ok && tokens != nil {
+			user, err := tokens.AuthenticateToken(r.Context(), token)
+			if err != nil {
+				unauthorized(w)
+				return
+			}
+			if !slices.Contains(user.Groups, AuthenticatedGroup) {
+				user.Groups = append(slices.Clip(user.Groups), AuthenticatedGroup)
+			}
+			// Nothing past this point needs the credential (upstream drops it too).
+			r.Header.Del("Authorization")
 			next.ServeHTTP(w, r.WithContext(WithUser(r.Context(), user)))
 			return
 		}
@@ -48,8 +77,23 @@ func Authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(WithUser(r.Context(), User{Name: "system:anonymous", Groups: []string{"system:unauthenticated"}})))
 			return
 		}
-		WriteStatus(w, metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnauthorized, Reason: metav1.StatusReasonUnauthorized, Message: "Unauthorized"})
+		unauthorized(w)
 	})
+}
+
+func unauthorized(w http.ResponseWriter) {
+	WriteStatus(w, metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnauthorized, Reason: metav1.StatusReasonUnauthorized, Message: "Unauthorized"})
+}
+
+// BearerToken returns the token of an "Authorization: Bearer TOKEN" header
+// value, read as upstream reads it (scheme case-insensitive, the token up to
+// the next space); false when there is none.
+func BearerToken(header string) (string, bool) {
+	parts := strings.SplitN(strings.TrimSpace(header), " ", 3)
+	if len(parts) < 2 || !strings.EqualFold(parts[0], "bearer") || parts[1] == "" {
+		return "", false
+	}
+	return parts[1], true
 }
 
 // certificateUser is the identity of a client certificate that the TLS
@@ -64,7 +108,11 @@ func certificateUser(r *http.Request) (User, bool) {
 	if cert.Subject.CommonName == "" {
 		return User{}, false
 	}
-	return User{Name: cert.Subject.CommonName, Groups: append(cert.Subject.Organization, "system:authenticated")}, true
+	groups := slices.Clone(cert.Subject.Organization)
+	if !slices.Contains(groups, AuthenticatedGroup) {
+		groups = append(groups, AuthenticatedGroup)
+	}
+	return User{Name: cert.Subject.CommonName, Groups: groups}, true
 }
 
 // Recover turns a panic in a handler into a 500 Status and a log line, so

@@ -96,7 +96,7 @@ func Status(cfg Config, sys System, prev []corev1.NodeCondition, now time.Time) 
 		DaemonEndpoints: corev1.NodeDaemonEndpoints{
 			KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(cfg.KubeletPort)},
 		},
-		Addresses:   addrs,
+		Addresses: addrs,
 		NodeInfo: corev1.NodeSystemInfo{
 			MachineID:               sys.MachineID,
 			BootID:                  sys.BootID,

@@ -3,7 +3,11 @@
 // and the ContainerConfig of CreateContainer, as upstream's kubelet builds
 // them (labels, annotations, log paths, environment, mounts, cgroup
 // resources, security context), so that a container sees the same
-// environment under orch as under Kubernetes.
+// environment under orch as under Kubernetes. It also forms what the
+// kubelet writes for a pod's name resolution: the sandbox's DNSConfig
+// from the pod's dnsPolicy and dnsConfig, the cluster DNS and the node's
+// resolv.conf (DNSConfig, ParseResolvConf), and the pod's /etc/hosts
+// (EtcHosts, EtcHostsHostNetwork).
 //
 // The package is pure: it does no I/O and talks to no API. What it needs
 // from elsewhere comes in as values (Node, Sandbox, Container: the node's

@@ -69,6 +69,7 @@ func TestWorkersWithRealContainerd(t *testing.T) {
 	client := env.Context.Client
 	w := New(client, podconfig.Node{Name: "node-1", HostIPs: []string{"10.0.0.1"}}, rt, log)
 	w.LogRoot, w.SystemdCgroups, w.Relist = filepath.Join(dir, "pods"), cfg.SystemdCgroup, 200*time.Millisecond
+	w.RootDir = filepath.Join(dir, "kubelet")
 	env.Start(t, w) // stopped (cleanup) before containerd is
 
 	pods := client.CoreV1().Pods("work")

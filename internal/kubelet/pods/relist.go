@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
 
 	"orch/internal/kubelet/podconfig"
 )
@@ -43,12 +44,36 @@ func (w *Workers) relist(ctx context.Context) {
 	if !full {
 		return
 	}
+	// Pod directories are listed before the pods: a directory a sync
+	// makes meanwhile belongs to a pod the list then has.
+	onDisk, err := w.volumes.PodsOnDisk()
+	if err != nil {
+		w.log.Warn("list pod directories", "err", err)
+	}
 	pods, err := w.lister.List(everything)
 	if err != nil {
 		w.log.Error("list pods", "err", err)
+		return
 	}
+	known := map[types.UID]bool{}
 	for _, p := range pods {
 		w.queue.Add(p.Namespace + "/" + p.Name)
+		known[p.UID] = true
+	}
+	w.removeOrphanedPodDirs(onDisk, known)
+}
+
+// removeOrphanedPodDirs tears down the directories (volumes) of the pods
+// in onDisk that neither the API (known) nor the runtime has any more: an
+// agent stopped before it could clean them up.
+func (w *Workers) removeOrphanedPodDirs(onDisk []types.UID, known map[types.UID]bool) {
+	for _, uid := range onDisk {
+		if _, running := w.prevRelist[string(uid)]; known[uid] || running {
+			continue
+		}
+		if err := w.volumes.TearDown(uid); err != nil {
+			w.log.Warn("remove the directory of a pod that is gone", "uid", uid, "err", err)
+		}
 	}
 }
 

@@ -19,9 +19,16 @@ import (
 // containers (sidecars), which orch does not run yet.
 const sidecarsMessage = "orch does not run sidecar init containers (restartPolicy Always on an init container) yet: the pod is not started"
 
+// probeResults are what the probes found (a *prober.Manager); nil means
+// every running container is started and ready.
+type probeResults interface {
+	Started(containerID string) bool
+	Ready(containerID string) bool
+}
+
 // writeStatus writes pod's status as state shows it, when it changed.
 func (w *Workers) writeStatus(ctx context.Context, pod *corev1.Pod, state podState) error {
-	status := podStatus(pod, state, w.waitingOf(pod), w.node.HostIPs, w.now())
+	status := podStatus(pod, state, w.waitingOf(pod), w.probes, w.node.HostIPs, w.now())
 	if apiequality.Semantic.DeepEqual(status, pod.Status) {
 		return nil
 	}
@@ -39,7 +46,7 @@ func (w *Workers) writeStatus(ctx context.Context, pod *corev1.Pod, state podSta
 // podStatus is the pod's status as the runtime's state shows it; fields
 // it does not decide (and timestamps of unchanged conditions) are kept
 // from pod.Status. waiting says why containers not yet created wait.
-func podStatus(pod *corev1.Pod, state podState, waiting map[string]*corev1.ContainerStateWaiting, hostIPs []string, now time.Time) corev1.PodStatus {
+func podStatus(pod *corev1.Pod, state podState, waiting map[string]*corev1.ContainerStateWaiting, probes probeResults, hostIPs []string, now time.Time) corev1.PodStatus {
 	old := pod.Status
 	s := *old.DeepCopy()
 	s.QOSClass = podconfig.QOSClass(pod)
@@ -73,12 +80,12 @@ func podStatus(pod *corev1.Pod, state podState, waiting map[string]*corev1.Conta
 	s.InitContainerStatuses = nil
 	for _, c := range pod.Spec.InitContainers {
 		s.InitContainerStatuses = append(s.InitContainerStatuses,
-			containerStatus(pod, c, state.containers[c.Name], previous(state, c.Name), waiting[c.Name], defaultReason, true))
+			containerStatus(pod, c, state.containers[c.Name], previous(state, c.Name), waiting[c.Name], probes, defaultReason, true))
 	}
 	s.ContainerStatuses = nil
 	var unready []string
 	for _, c := range pod.Spec.Containers {
-		cs := containerStatus(pod, c, state.containers[c.Name], previous(state, c.Name), waiting[c.Name], defaultReason, false)
+		cs := containerStatus(pod, c, state.containers[c.Name], previous(state, c.Name), waiting[c.Name], probes, defaultReason, false)
 		if !cs.Ready {
 			unready = append(unready, c.Name)
 		}
@@ -217,7 +224,7 @@ func previous(state podState, name string) *runtimeapi.ContainerStatus {
 // for waiting's reason if known, else defaultReason). An exited container
 // that is to be restarted shows as waiting (e.g. CrashLoopBackOff) when
 // waiting says why, its exit moved to lastState, as upstream.
-func containerStatus(pod *corev1.Pod, c corev1.Container, rs, prev *runtimeapi.ContainerStatus, waiting *corev1.ContainerStateWaiting, defaultReason string, init bool) corev1.ContainerStatus {
+func containerStatus(pod *corev1.Pod, c corev1.Container, rs, prev *runtimeapi.ContainerStatus, waiting *corev1.ContainerStateWaiting, probes probeResults, defaultReason string, init bool) corev1.ContainerStatus {
 	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image, RestartCount: 0, Started: new(bool)}
 	if waiting == nil {
 		waiting = &corev1.ContainerStateWaiting{Reason: defaultReason}
@@ -235,8 +242,10 @@ func containerStatus(pod *corev1.Pod, c corev1.Container, rs, prev *runtimeapi.C
 	switch rs.State {
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: unixTime(rs.StartedAt)}
-		*cs.Started = true
-		cs.Ready = !init // an init container is ready once it completed
+		*cs.Started = probes == nil || probes.Started(rs.Id)
+		// An init container is ready once it completed; a container once
+		// its startup and readiness probes passed.
+		cs.Ready = !init && *cs.Started && (probes == nil || probes.Ready(rs.Id))
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
 		term := terminatedState(rs)
 		if waiting.Reason != defaultReason && shouldRestart(pod, rs.ExitCode, init) {

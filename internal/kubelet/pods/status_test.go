@@ -70,7 +70,7 @@ func TestPodStatusKeepsTransitionTimesAndPodIPs(t *testing.T) {
 		containers: map[string]*runtimeapi.ContainerStatus{"main": {Id: "c1", State: runtimeapi.ContainerState_CONTAINER_RUNNING,
 			StartedAt: t0.Add(1500 * time.Millisecond).UnixNano(), ImageRef: "sha256:x"}},
 	}
-	s := podStatus(pod, state, nil, []string{"10.0.0.1"}, t0)
+	s := podStatus(pod, state, nil, nil, []string{"10.0.0.1"}, t0)
 	if s.PodIP != "10.42.0.5" || len(s.PodIPs) != 2 || s.PodIPs[1].IP != "fd00::5" {
 		t.Errorf("pod IPs %q %v", s.PodIP, s.PodIPs)
 	}
@@ -78,7 +78,7 @@ func TestPodStatusKeepsTransitionTimesAndPodIPs(t *testing.T) {
 		t.Errorf("startedAt %v, want whole seconds", got)
 	}
 	pod.Status = s
-	later := podStatus(pod, state, nil, []string{"10.0.0.1"}, t0.Add(time.Hour))
+	later := podStatus(pod, state, nil, nil, []string{"10.0.0.1"}, t0.Add(time.Hour))
 	for _, c := range later.Conditions {
 		if !c.LastTransitionTime.Time.Equal(t0) {
 			t.Errorf("condition %s moved to %v though its status did not change", c.Type, c.LastTransitionTime)

@@ -7,16 +7,20 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"orch/internal/kubelet/podconfig"
+	"orch/internal/kubelet/prober"
+	"orch/internal/kubelet/volumes"
 )
 
 var everything = labels.Everything()
@@ -51,13 +55,19 @@ func (w *Workers) sync(ctx context.Context, key string) error {
 	if err := w.killStale(ctx, ns, name, string(pod.UID)); err != nil {
 		return err
 	}
+	w.keys.Store(string(pod.UID), key)
 	if pod.DeletionTimestamp != nil {
 		return w.terminate(ctx, pod)
 	}
 	if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		// Its containers have all exited: the sandbox goes too (and its
-		// IP with it), the object stays with its final status.
-		return w.stopSandboxes(ctx, string(pod.UID))
+		// IP with it), and its volumes; the object stays with its final
+		// status.
+		if err := w.stopSandboxes(ctx, string(pod.UID)); err != nil {
+			return err
+		}
+		w.probes.Remove(pod.UID)
+		return w.volumes.TearDown(pod.UID)
 	}
 	var syncErr error
 	if !hasSidecars(pod) {
@@ -67,16 +77,54 @@ func (w *Workers) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return errors.Join(syncErr, err)
 	}
+	w.probes.Sync(pod, w.probeIP(pod, state), runningContainers(state))
 	return errors.Join(syncErr, w.writeStatus(ctx, pod, state))
 }
 
-// run starts what is missing of pod: its sandbox, then its containers.
+// probeIP is the address probes of pod reach: its IP, or the node's for
+// a pod on the host's network.
+func (w *Workers) probeIP(pod *corev1.Pod, state podState) string {
+	ips := sandboxIPs(state.sandbox)
+	if pod.Spec.HostNetwork && len(w.node.HostIPs) > 0 {
+		ips = w.node.HostIPs
+	}
+	if len(ips) == 0 {
+		return ""
+	}
+	return ips[0]
+}
+
+// runningContainers are the running containers of state, by name.
+func runningContainers(state podState) map[string]prober.Running {
+	out := map[string]prober.Running{}
+	for name, c := range state.containers {
+		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			out[name] = prober.Running{ID: c.Id, StartedAt: time.Unix(0, c.StartedAt)}
+		}
+	}
+	return out
+}
+
+// run starts what is missing of pod: its volumes, its sandbox, then its
+// containers.
 func (w *Workers) run(ctx context.Context, pod *corev1.Pod) error {
+	vols, err := w.volumes.Setup(ctx, pod)
+	if err != nil {
+		for _, e := range volumes.MountErrors(err) {
+			w.recorder.Event(pod, corev1.EventTypeWarning, "FailedMount", e.Error())
+		}
+		return fmt.Errorf("volumes of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
 	qos := podconfig.QOSClass(pod)
+	dns, dnsWarnings, err := podconfig.DNSConfig(pod, w.DNS, w.host)
+	if err != nil {
+		w.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+		return err
+	}
 	sbConfig, err := podconfig.SandboxConfig(pod, w.node, podconfig.Sandbox{
 		CgroupParent: podconfig.PodCgroupName(pod, qos, w.SystemdCgroups),
 		LogDirectory: podconfig.PodLogDirectory(w.LogRoot, pod),
-		DNS:          nil, // not yet: the runtime's default resolv.conf applies
+		DNS:          dns,
 	})
 	if err != nil {
 		w.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
@@ -94,6 +142,16 @@ func (w *Workers) run(ctx context.Context, pod *corev1.Pod) error {
 		return err
 	}
 	if state.sandbox == nil {
+		for _, warning := range dnsWarnings {
+			switch warning.Reason {
+			case "":
+				w.log.Info("pod DNS", "pod", key(pod), "warning", warning.Message)
+			case podconfig.ReasonMissingClusterDNS:
+				w.recorder.Eventf(pod, corev1.EventTypeWarning, warning.Reason, "pod: %q. %s", formatPod(pod), warning.Message)
+			default:
+				w.recorder.Event(pod, corev1.EventTypeWarning, warning.Reason, warning.Message)
+			}
+		}
 		if _, err := w.runtime.RunPodSandbox(ctx, sbConfig, ""); err != nil {
 			w.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 			return fmt.Errorf("run the sandbox of pod %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -112,6 +170,10 @@ func (w *Workers) run(ctx context.Context, pod *corev1.Pod) error {
 	if pod.Spec.HostNetwork {
 		podIPs = w.node.HostIPs
 	}
+	etcHosts, err := w.writeEtcHosts(pod, podIPs)
+	if err != nil {
+		return err
+	}
 	// Init containers first, one at a time and in order, as upstream's
 	// computeInitContainerActions: the regular ones start only after
 	// every init container exited 0.
@@ -119,7 +181,7 @@ func (w *Workers) run(ctx context.Context, pod *corev1.Pod) error {
 		if next == nil {
 			return nil
 		}
-		if err := w.runContainer(ctx, pod, next, state, sbConfig, podIPs, true); err != nil {
+		if err := w.runContainer(ctx, pod, next, state, sbConfig, podIPs, vols, etcHosts, true); err != nil {
 			return fmt.Errorf("init container %q of pod %s/%s: %w", next.Name, pod.Namespace, pod.Name, err)
 		}
 		return nil
@@ -127,7 +189,7 @@ func (w *Workers) run(ctx context.Context, pod *corev1.Pod) error {
 	var errs []error
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		if err := w.runContainer(ctx, pod, c, state, sbConfig, podIPs, false); err != nil {
+		if err := w.runContainer(ctx, pod, c, state, sbConfig, podIPs, vols, etcHosts, false); err != nil {
 			errs = append(errs, fmt.Errorf("container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err))
 		}
 	}
@@ -175,14 +237,14 @@ func hasSidecars(pod *corev1.Pod) bool {
 // attempt before the exited one is then removed, so that the runtime keeps
 // the newest exited container of each name (for lastState and logs
 // --previous), as upstream's container GC keeps at least one.
-func (w *Workers) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, state podState, sbConfig *runtimeapi.PodSandboxConfig, podIPs []string, init bool) error {
+func (w *Workers) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, state podState, sbConfig *runtimeapi.PodSandboxConfig, podIPs []string, vols map[string]podconfig.Volume, etcHosts string, init bool) error {
 	attempt := 0
 	var remove []string
 	if hist := state.history[c.Name]; len(hist) > 0 {
 		cs := hist[0]
 		switch cs.State {
 		case runtimeapi.ContainerState_CONTAINER_CREATED:
-			return w.startContainer(ctx, pod, c, cs.Id) // created before, its start failed
+			return w.startContainer(ctx, pod, c, cs.Id, podIPs) // created before, its start failed
 		case runtimeapi.ContainerState_CONTAINER_EXITED:
 			if !shouldRestart(pod, cs.ExitCode, init) || w.doBackOff(pod, c, cs) {
 				return nil
@@ -191,6 +253,8 @@ func (w *Workers) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 			for _, old := range hist[1:] {
 				remove = append(remove, old.Id)
 			}
+		case runtimeapi.ContainerState_CONTAINER_RUNNING:
+			return w.killUnhealthy(ctx, pod, c, cs.Id)
 		default:
 			return nil
 		}
@@ -205,8 +269,13 @@ func (w *Workers) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 		v := uid.Value
 		imageUID = &v
 	}
+	termLog, err := w.terminationLogFile(pod, c)
+	if err != nil {
+		return err
+	}
 	cfg, err := podconfig.ContainerConfig(pod, c, w.node, podconfig.Container{
 		RestartCount: attempt, ImageRef: img.Id, ImageUID: imageUID, ImageUsername: username, PodIPs: podIPs,
+		Volumes: vols, TerminationLogPath: termLog, EtcHostsPath: etcHosts,
 	}, envSource{w.client})
 	if err != nil {
 		w.setWaiting(pod, c.Name, "CreateContainerConfigError", err.Error())
@@ -226,16 +295,33 @@ func (w *Workers) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 		}
 	}
 	w.recorder.Eventf(pod, corev1.EventTypeNormal, "Created", "Created container: %s", c.Name)
-	return w.startContainer(ctx, pod, c, id)
+	return w.startContainer(ctx, pod, c, id, podIPs)
 }
 
-func (w *Workers) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string) error {
+// startContainer starts container id of c and runs its postStart hook:
+// when that fails, the container is killed (and restarts as the pod's
+// restartPolicy says), as upstream's.
+func (w *Workers) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string, podIPs []string) error {
 	if err := w.runtime.StartContainer(ctx, id); err != nil {
 		w.recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
 		return err
 	}
 	w.recorder.Eventf(pod, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
-	return nil
+	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil {
+		return nil
+	}
+	podIP := ""
+	if len(podIPs) > 0 {
+		podIP = podIPs[0]
+	}
+	hookErr := w.runHook(ctx, pod, c, id, podIP, c.Lifecycle.PostStart)
+	if hookErr == nil {
+		return nil
+	}
+	// The event does not carry the message, which may hold secrets.
+	w.recorder.Event(pod, corev1.EventTypeWarning, "FailedPostStartHook", "PostStartHook failed")
+	w.stopContainer(ctx, pod, c, id, podIP, gracePeriod(pod), false)
+	return hookErr
 }
 
 // ensureImage returns c's image, pulling it when the runtime lacks it.
@@ -314,27 +400,33 @@ func (w *Workers) state(ctx context.Context, uid string) (podState, error) {
 		if err != nil {
 			return st, err
 		}
+		cs := res.GetStatus()
+		if cs.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
+			if msg := terminationMessage(cs); msg != "" {
+				cs.Message = strings.TrimPrefix(cs.Message+": "+msg, ": ")
+			}
+		}
 		name := c.GetMetadata().GetName()
 		if st.containers[name] == nil {
-			st.containers[name] = res.GetStatus()
+			st.containers[name] = cs
 		}
-		st.history[name] = append(st.history[name], res.GetStatus())
+		st.history[name] = append(st.history[name], cs)
 	}
 	return st, nil
 }
 
 // terminate stops pod's containers and sandboxes and deletes the pod.
 func (w *Workers) terminate(ctx context.Context, pod *corev1.Pod) error {
-	grace := int64(corev1.DefaultTerminationGracePeriodSeconds)
+	grace := gracePeriod(pod)
 	if pod.DeletionGracePeriodSeconds != nil {
 		grace = *pod.DeletionGracePeriodSeconds
-	} else if pod.Spec.TerminationGracePeriodSeconds != nil {
-		grace = *pod.Spec.TerminationGracePeriodSeconds
 	}
 	if err := w.kill(ctx, pod, podconfig.LabelPodUID, string(pod.UID), grace); err != nil {
 		return err
 	}
-	w.forget(string(pod.UID))
+	if err := w.release(pod.UID); err != nil {
+		return err
+	}
 	uid := pod.UID
 	err := w.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
@@ -358,17 +450,20 @@ func (w *Workers) killStale(ctx context.Context, namespace, name, keep string) e
 		if keep != "" && uid == keep {
 			continue
 		}
-		errs = append(errs, w.kill(ctx, nil, podconfig.LabelPodUID, uid, minGracePeriod))
-		w.forget(uid)
+		if err := w.kill(ctx, nil, podconfig.LabelPodUID, uid, minGracePeriod); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, w.release(types.UID(uid)))
 	}
 	return errors.Join(errs...)
 }
 
 // kill stops the containers of the sandboxes labelled key=value within
-// grace seconds, then stops and removes the sandboxes. pod, when not nil,
-// gets the Killing events.
+// grace seconds, all at once, then stops and removes the sandboxes. pod,
+// when not nil, gets the Killing events and its containers' preStop hooks
+// run first.
 func (w *Workers) kill(ctx context.Context, pod *corev1.Pod, key, value string, grace int64) error {
-	grace = max(grace, minGracePeriod)
 	sandboxes, err := w.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{key: value}})
 	if err != nil {
 		return err
@@ -378,16 +473,33 @@ func (w *Workers) kill(ctx context.Context, pod *corev1.Pod, key, value string, 
 		if err != nil {
 			return err
 		}
+		podIP := ""
+		if st, err := w.runtime.PodSandboxStatus(ctx, sb.Id, false); err == nil {
+			if ips := sandboxIPs(st.GetStatus()); len(ips) > 0 {
+				podIP = ips[0]
+			}
+		}
+		errs := make(chan error, len(containers))
+		running := 0
 		for _, c := range containers {
 			if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING && c.State != runtimeapi.ContainerState_CONTAINER_CREATED {
 				continue
 			}
+			running++
+			spec := &corev1.Container{Name: c.GetMetadata().GetName()}
 			if pod != nil {
-				w.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.GetMetadata().GetName())
+				if found := specOf(pod, spec.Name); found != nil {
+					spec = found
+				}
 			}
-			if err := w.runtime.StopContainer(ctx, c.Id, grace); err != nil {
-				return err
-			}
+			go func(id string) { errs <- w.stopContainer(ctx, pod, spec, id, podIP, grace, true) }(c.Id)
+		}
+		var stopErrs []error
+		for range running {
+			stopErrs = append(stopErrs, <-errs)
+		}
+		if err := errors.Join(stopErrs...); err != nil {
+			return err
 		}
 		if err := w.runtime.StopPodSandbox(ctx, sb.Id); err != nil {
 			return err
@@ -397,6 +509,47 @@ func (w *Workers) kill(ctx context.Context, pod *corev1.Pod, key, value string, 
 		}
 	}
 	return nil
+}
+
+// stopContainer stops container id of c within grace seconds, as
+// upstream's killContainer: c's preStop hook first (pod not nil, when
+// preStop is set), whose time counts against the grace period, then
+// SIGTERM and, after what is left of it (at least 2 s), SIGKILL.
+func (w *Workers) stopContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id, podIP string, grace int64, event bool) error {
+	if pod != nil && event {
+		w.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
+	}
+	if pod != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && grace > 0 {
+		start := time.Now()
+		hookCtx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second)
+		if err := w.runHook(hookCtx, pod, c, id, podIP, c.Lifecycle.PreStop); err != nil {
+			w.log.Info("preStop hook failed", "pod", key(pod), "container", c.Name, "err", err)
+			w.recorder.Event(pod, corev1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed")
+		}
+		cancel()
+		grace -= int64(time.Since(start).Seconds())
+	}
+	return w.runtime.StopContainer(ctx, id, max(grace, minGracePeriod))
+}
+
+// specOf is pod's container or init container called name, or nil.
+func specOf(pod *corev1.Pod, name string) *corev1.Container {
+	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}
+
+// gracePeriod is pod's terminationGracePeriodSeconds (30 s by default).
+func gracePeriod(pod *corev1.Pod) int64 {
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return corev1.DefaultTerminationGracePeriodSeconds
 }
 
 // stopSandboxes stops the ready sandboxes of the pod with uid.
@@ -451,3 +604,5 @@ func sandboxIPs(sb *runtimeapi.PodSandboxStatus) []string {
 	}
 	return ips
 }
+
+func key(pod *corev1.Pod) string { return pod.Namespace + "/" + pod.Name }

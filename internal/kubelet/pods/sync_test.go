@@ -45,7 +45,8 @@ func newHarness(t *testing.T, pods ...*corev1.Pod) *harness {
 	client := fake.NewClientset(objs...)
 	rt := cri.NewFake()
 	w := New(client, podconfig.Node{Name: "node-1", HostIPs: []string{"10.0.0.1"}}, rt, quiet)
-	w.LogRoot = t.TempDir()
+	w.LogRoot, w.RootDir = t.TempDir(), t.TempDir()
+	w.DNS = podconfig.ClusterDNS{Servers: []string{"10.43.0.10"}, Domain: "cluster.local"}
 	w.Now = func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	for _, p := range pods {
@@ -53,7 +54,8 @@ func newHarness(t *testing.T, pods ...*corev1.Pod) *harness {
 	}
 	w.lister = listerscorev1.NewPodLister(indexer)
 	events := record.NewFakeRecorder(100)
-	w.recorder = events
+	w.setUp(events)
+	t.Cleanup(w.probes.Close)
 	return &harness{t: t, w: w, rt: rt, client: client, indexer: indexer, events: events}
 }
 

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -23,6 +25,8 @@ import (
 
 	"orch/internal/kubelet/cri"
 	"orch/internal/kubelet/podconfig"
+	"orch/internal/kubelet/prober"
+	"orch/internal/kubelet/volumes"
 )
 
 // Runtime is the part of the CRI the pod workers call.
@@ -38,6 +42,7 @@ type Runtime interface {
 	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
 	ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
 	RemoveContainer(ctx context.Context, id string) error
+	ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (stdout, stderr []byte, exitCode int32, err error)
 	ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error)
 	PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
 }
@@ -50,6 +55,15 @@ var (
 // Workers runs the pods bound to one node. Set the exported fields, if at
 // all, before Start.
 type Workers struct {
+	// RootDir is the kubelet's directory: each pod's volumes, /etc/hosts
+	// and termination message files are under RootDir/pods/<uid>.
+	// Required.
+	RootDir string
+	// DNS is the cluster DNS pods with dnsPolicy ClusterFirst use.
+	DNS podconfig.ClusterDNS
+	// ResolvConf is the node's resolv.conf, the DNS of dnsPolicy Default
+	// (default /etc/resolv.conf).
+	ResolvConf string
 	// LogRoot holds the pods' log directories (default /var/log/pods).
 	LogRoot string
 	// SystemdCgroups names pod cgroups as systemd slices.
@@ -74,6 +88,10 @@ type Workers struct {
 	recorder record.EventRecorder
 	lister   listerscorev1.PodLister
 	queue    workqueue.TypedRateLimitingInterface[string]
+	probes   *prober.Manager
+	volumes  *volumes.Manager
+	keys     sync.Map             // pod UID → namespace/name, for the probes' changes
+	host     podconfig.HostResolv // ResolvConf, parsed
 
 	relists    int                   // relists done; every resyncEvery-th is a full one
 	prevRelist map[string]runtimePod // by pod UID, what the last relist saw
@@ -94,9 +112,16 @@ func New(client kubernetes.Interface, node podconfig.Node, runtime Runtime, log 
 
 // Start watches the node's pods and syncs them until ctx ends.
 func (w *Workers) Start(ctx context.Context) error {
+	if w.RootDir == "" {
+		return fmt.Errorf("pod workers of node %q: no RootDir (the kubelet's directory) given", w.node.Name)
+	}
 	if w.LogRoot == "" {
 		w.LogRoot = "/var/log/pods"
 	}
+	if w.ResolvConf == "" {
+		w.ResolvConf = "/etc/resolv.conf"
+	}
+	w.host = w.readResolvConf()
 	if w.Relist <= 0 {
 		w.Relist = time.Second
 	}
@@ -109,7 +134,8 @@ func (w *Workers) Start(ctx context.Context) error {
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: w.client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
-	w.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: w.node.Name})
+	w.setUp(broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: w.node.Name}))
+	defer w.probes.Close()
 
 	factory := informers.NewSharedInformerFactoryWithOptions(w.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", w.node.Name).String()
@@ -148,6 +174,37 @@ func (w *Workers) Start(ctx context.Context) error {
 	w.queue.ShutDown()
 	wg.Wait()
 	return nil
+}
+
+// setUp makes the parts the syncs use besides the runtime: the event
+// recorder, the volume manager and the probes.
+func (w *Workers) setUp(recorder record.EventRecorder) {
+	w.recorder = recorder
+	w.volumes = volumes.New(w.RootDir, w.client, w.log)
+	w.volumes.Allocatable = w.node.Allocatable
+	w.probes = prober.NewManager(w.runtime, w.recorder, w.probeChanged, w.log)
+}
+
+// readResolvConf is the node's resolv.conf; nothing (and a warning)
+// when it cannot be read.
+func (w *Workers) readResolvConf() podconfig.HostResolv {
+	data, err := os.ReadFile(w.ResolvConf)
+	if err != nil {
+		w.log.Warn("cannot read the node's resolv.conf: pods with dnsPolicy Default get no name servers", "path", w.ResolvConf, "err", err)
+		return podconfig.HostResolv{}
+	}
+	host, err := podconfig.ParseResolvConf(data)
+	if err != nil {
+		w.log.Warn("the node's resolv.conf is malformed", "path", w.ResolvConf, "err", err)
+	}
+	return host
+}
+
+// probeChanged queues the pod whose probe results changed.
+func (w *Workers) probeChanged(uid types.UID) {
+	if key, ok := w.keys.Load(string(uid)); ok {
+		w.queue.Add(key.(string))
+	}
 }
 
 func (w *Workers) processNext(ctx context.Context) bool {

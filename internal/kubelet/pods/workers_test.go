@@ -28,7 +28,7 @@ func TestWorkersAgainstAPIServer(t *testing.T) {
 	client := env.Context.Client
 	rt := cri.NewFake()
 	w := New(client, podconfig.Node{Name: "node-1", HostIPs: []string{"10.0.0.1"}}, rt, quiet)
-	w.LogRoot, w.Relist = t.TempDir(), 100*time.Millisecond
+	w.LogRoot, w.RootDir, w.Relist = t.TempDir(), t.TempDir(), 100*time.Millisecond
 	env.Start(t, w)
 	ctx := context.Background()
 	pods := client.CoreV1().Pods("work")

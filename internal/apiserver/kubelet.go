@@ -1,0 +1,93 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"orch/internal/streamproxy"
+)
+
+// DefaultKubeletPort is the port of a node's kubelet when its Node does not
+// say (status.daemonEndpoints.kubeletEndpoint.Port).
+const DefaultKubeletPort = 10250
+
+// KubeletClientConfig is how the apiserver reaches the kubelets it proxies
+// pods/log, exec, attach, portforward and nodes/proxy to.
+type KubeletClientConfig struct {
+	// TLS verifies the kubelets' serving certificates (the cluster CA) and
+	// presents the apiserver's kubelet client certificate
+	// (system:kube-apiserver-kubelet-client in system:masters, as kubeadm
+	// names it).
+	TLS *tls.Config
+
+	once      sync.Once
+	transport *http.Transport
+	insecure  *http.Transport // for pods/log insecureSkipTLSVerifyBackend
+}
+
+func (c *KubeletClientConfig) init() {
+	c.once.Do(func() {
+		c.transport = streamproxy.Transport(c.TLS)
+		insecure := c.TLS.Clone()
+		insecure.InsecureSkipVerify = true
+		c.insecure = streamproxy.Transport(insecure)
+	})
+}
+
+// kubeletAddressTypes is the order node addresses are tried in (k3s's
+// --kubelet-preferred-address-types).
+var kubeletAddressTypes = []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP, corev1.NodeHostName}
+
+// kubeletHost returns host:port of node's kubelet.
+func kubeletHost(node *corev1.Node) (string, error) {
+	port := int(node.Status.DaemonEndpoints.KubeletEndpoint.Port)
+	if port <= 0 {
+		port = DefaultKubeletPort
+	}
+	for _, t := range kubeletAddressTypes {
+		for _, a := range node.Status.Addresses {
+			if a.Type == t && a.Address != "" {
+				return net.JoinHostPort(a.Address, strconv.Itoa(port)), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no preferred addresses found; known addresses: %v", node.Status.Addresses)
+}
+
+// kubeletLocation is https://<node's kubelet><path>?<query>.
+func (s *Server) kubeletLocation(ctx context.Context, nodeName, path string, query url.Values) (*url.URL, error) {
+	if s.cfg.KubeletClient == nil || s.cfg.KubeletClient.TLS == nil {
+		return nil, notImplemented("reaching kubelets (the apiserver was started without a kubelet client certificate)")
+	}
+	rs := s.resources[corev1.SchemeGroupVersion.WithResource("nodes")]
+	if rs == nil {
+		return nil, fmt.Errorf("nodes are not served")
+	}
+	obj, err := rs.get(ctx, "", nodeName)
+	if isNotFound(err) {
+		return nil, apierrors.NewNotFound(rs.gr, nodeName)
+	}
+	if err != nil {
+		return nil, err
+	}
+	host, err := kubeletHost(obj.(*corev1.Node))
+	if err != nil {
+		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %q: %v", nodeName, err))
+	}
+	return &url.URL{Scheme: "https", Host: host, Path: path, RawQuery: query.Encode()}, nil
+}
+
+// kubeletBackend is the streamproxy backend for loc.
+func (s *Server) kubeletBackend(loc *url.URL) streamproxy.Backend {
+	s.cfg.KubeletClient.init()
+	return streamproxy.Backend{Location: loc, TLS: s.cfg.KubeletClient.TLS, Log: s.log}
+}

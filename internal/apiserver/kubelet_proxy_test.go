@@ -1,0 +1,240 @@
+package apiserver_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/client-go/transport/spdy"
+	"k8s.io/client-go/util/exec"
+
+	"orch/internal/apiserver"
+	"orch/internal/apiserver/apitest"
+	"orch/internal/controller/controllertest/kubectltest"
+	"orch/internal/kubelet/server/servertest"
+)
+
+// kubeletCluster is a test apiserver whose Node node-1 is a test kubelet
+// (servertest) running pod default/web with containers app and sidecar.
+type kubeletCluster struct {
+	api     *apitest.Server
+	kubelet *servertest.Kubelet
+	client  kubernetes.Interface
+	ids     []string
+}
+
+func startKubeletCluster(t *testing.T) *kubeletCluster {
+	t.Helper()
+	k := servertest.Start(t, servertest.Options{})
+	cert, err := tls.X509KeyPair(k.PKI.AdminCertPEM, k.PKI.AdminKeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := apitest.StartWith(t, apitest.Options{KubeletClient: &apiserver.KubeletClientConfig{
+		TLS: &tls.Config{RootCAs: k.PKI.CAPool(), Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}})
+	client := kubernetes.NewForConfigOrDie(api.Config)
+	ctx := context.Background()
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	node, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: "nowhere.invalid"}, {Type: corev1.NodeInternalIP, Address: k.Host}}
+	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(k.Port)
+	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "node-1",
+		Containers: []corev1.Container{{Name: "app", Image: "busybox"}, {Name: "sidecar", Image: "busybox"}}}}
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pending", Namespace: "default"}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "app", Image: "busybox"}}}}
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pending, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ids := k.AddPod(t, "default", "web", "app", "sidecar")
+	return &kubeletCluster{api: api, kubelet: k, client: client, ids: ids}
+}
+
+func TestKubectlLogsAndExecThroughTheKubelet(t *testing.T) {
+	c := startKubeletCluster(t)
+	c.kubelet.WriteLog(t, c.ids[0], "stdout F hello from app", "stderr F and its stderr")
+	kubectltest.MustContain(t, c.api.Config, "hello from app\nand its stderr\n", "logs", "web", "-c", "app")
+	kubectltest.MustContain(t, c.api.Config, "and its stderr", "logs", "web", "-c", "app", "--tail=1")
+	// kubectl picks the first container itself; the API refuses to guess.
+	kubectltest.MustContain(t, c.api.Config, "hello from app", "logs", "web")
+	_, err := c.client.CoreV1().Pods("default").GetLogs("web", &corev1.PodLogOptions{}).DoRaw(context.Background())
+	if !apierrors.IsBadRequest(err) || err.Error() != "a container name must be specified for pod web, choose one of: [app sidecar]" {
+		t.Errorf("pods/log without a container: %v", err)
+	}
+	out, err := kubectltest.Run(t, c.api.Config, "logs", "web", "-c", "nope")
+	if err == nil || !strings.Contains(out+err.Error(), "container nope is not valid for pod web") {
+		t.Errorf("kubectl logs -c nope: %v %q", err, out)
+	}
+	out, err = kubectltest.Run(t, c.api.Config, "logs", "web", "-c", "app", "--previous")
+	if err == nil || !strings.Contains(out+err.Error(), `previous terminated container "app" in pod "web" not found`) {
+		t.Errorf("kubectl logs --previous: %v %q", err, out)
+	}
+	if out, err := kubectltest.Run(t, c.api.Config, "logs", "pending"); err != nil || out != "" {
+		t.Errorf("logs of a pod not scheduled: %v %q, want nothing", err, out)
+	}
+	kubectltest.MustContain(t, c.api.Config, "hi there", "exec", "web", "-c", "app", "--", "echo", "hi", "there")
+	out, err = kubectltest.Run(t, c.api.Config, "exec", "pending", "--", "echo")
+	if err == nil || !strings.Contains(out+err.Error(), "pod pending does not have a host assigned") {
+		t.Errorf("exec in a pod not scheduled: %v %q", err, out)
+	}
+}
+
+func TestLogsFollowThroughTheApiserver(t *testing.T) {
+	c := startKubeletCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tail := int64(0)
+	stream, err := c.client.CoreV1().Pods("default").GetLogs("web", &corev1.PodLogOptions{Container: "app", Follow: true, TailLines: &tail}).Stream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	lines := bufio.NewReader(stream)
+	c.kubelet.WriteLog(t, c.ids[0], "stdout F followed")
+	if line, err := lines.ReadString('\n'); err != nil || line != "followed\n" {
+		t.Fatalf("followed line %q, %v", line, err)
+	}
+	c.kubelet.Fake.Exit(c.ids[0], 0, "Completed")
+	if rest, err := io.ReadAll(lines); err != nil || len(rest) > 0 {
+		t.Fatalf("after the exit: %q, %v", rest, err)
+	}
+
+	bad := int64(-1)
+	_, err = c.client.CoreV1().Pods("default").GetLogs("web", &corev1.PodLogOptions{Container: "app", TailLines: &bad}).DoRaw(ctx)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "tailLines: Invalid value: -1: must be greater than or equal to 0") {
+		t.Errorf("tailLines=-1: %v", err)
+	}
+}
+
+func TestExecWebSocketTranslationAndSPDY(t *testing.T) {
+	c := startKubeletCluster(t)
+	u := c.api.URL + "/api/v1/namespaces/default/pods/web/exec?" + url.Values{
+		"container": {"app"}, "command": {"fail", "7"}, "stdout": {"true"}, "stderr": {"true"}, "stdin": {"true"}}.Encode()
+	parsed, _ := url.Parse(u)
+	spdyExec, err := remotecommand.NewSPDYExecutor(c.api.Config, "POST", parsed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsExec, err := remotecommand.NewWebSocketExecutor(c.api.Config, "GET", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, ex := range map[string]remotecommand.Executor{"spdy": spdyExec, "websocket": wsExec} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			var stdout, stderr bytes.Buffer
+			err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr})
+			var exitErr exec.CodeExitError
+			if !errors.As(err, &exitErr) || exitErr.Code != 7 || stderr.String() != "failing\n" {
+				t.Fatalf("err %v (%T), stderr %q; want exit code 7 and failing", err, err, stderr.String())
+			}
+		})
+	}
+	// A terminal's size travels through the translation.
+	tty := c.api.URL + "/api/v1/namespaces/default/pods/web/exec?" + url.Values{"container": {"app"}, "command": {"tty"}, "stdout": {"true"}, "tty": {"true"}}.Encode()
+	wsTTY, _ := remotecommand.NewWebSocketExecutor(c.api.Config, "GET", tty)
+	sizes := make(chan remotecommand.TerminalSize, 1)
+	sizes <- remotecommand.TerminalSize{Width: 100, Height: 30}
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := wsTTY.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Tty: true, TerminalSizeQueue: sizeQueue(sizes)}); err != nil || out.String() != "tty 100x30\n" {
+		t.Fatalf("tty: %v %q", err, out.String())
+	}
+}
+
+type sizeQueue chan remotecommand.TerminalSize
+
+func (q sizeQueue) Next() *remotecommand.TerminalSize {
+	s, ok := <-q
+	if !ok {
+		return nil
+	}
+	return &s
+}
+
+func TestPortForwardAndNodeProxyThroughTheApiserver(t *testing.T) {
+	c := startKubeletCluster(t)
+	u, _ := url.Parse(c.api.URL + "/api/v1/namespaces/default/pods/web/portforward")
+	transport, upgrader, err := spdy.RoundTripperFor(c.api.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsDialer, err := portforward.NewSPDYOverWebsocketDialer(u, c.api.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, d := range map[string]httpstream.Dialer{
+		"spdy":      spdy.NewDialer(upgrader, &http.Client{Transport: transport}, "POST", u),
+		"websocket": wsDialer,
+	} {
+		t.Run(name, func(t *testing.T) {
+			stop, ready := make(chan struct{}), make(chan struct{})
+			var log bytes.Buffer
+			pf, err := portforward.NewOnAddresses(d, []string{"127.0.0.1"}, []string{"0:80"}, stop, ready, &log, &log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			errc := make(chan error, 1)
+			go func() { errc <- pf.ForwardPorts() }()
+			select {
+			case <-ready:
+			case err := <-errc:
+				t.Fatalf("ForwardPorts: %v", err)
+			case <-time.After(20 * time.Second):
+				t.Fatal("not ready")
+			}
+			ports, _ := pf.GetPorts()
+			conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[0].Local))
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn.SetDeadline(time.Now().Add(20 * time.Second))
+			fmt.Fprintf(conn, "ping\n")
+			line, err := bufio.NewReader(conn).ReadString('\n')
+			conn.Close()
+			close(stop)
+			<-errc
+			if err != nil || line != "ping\n" {
+				t.Fatalf("echo: %q %v (%s)", line, err, log.String())
+			}
+		})
+	}
+
+	raw, err := c.client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes/node-1/proxy/healthz").DoRaw(context.Background())
+	if err != nil || string(raw) != "ok" {
+		t.Fatalf("nodes/proxy/healthz: %q %v", raw, err)
+	}
+	raw, err = c.client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes/node-1/proxy/pods").DoRaw(context.Background())
+	if err != nil || !strings.Contains(string(raw), `"PodList"`) {
+		t.Fatalf("nodes/proxy/pods: %q %v", raw, err)
+	}
+}

@@ -1,0 +1,136 @@
+package apiserver
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/proxy"
+
+	"orch/internal/streamproxy"
+)
+
+// podProxyTransport reaches pods as upstream's apiserver does: plain HTTP,
+// or HTTPS without checking the pod's certificate.
+var podProxyTransport = sync.OnceValue(func() *http.Transport {
+	return streamproxy.Transport(&tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12})
+})
+
+// proxyPath is what follows .../{name}/proxy in the request path ("" or
+// starting with "/").
+func proxyPath(r *http.Request, info requestInfo) string {
+	marker := "/" + info.Name + "/proxy"
+	path := r.URL.Path
+	i := strings.Index(path, marker)
+	if i < 0 {
+		return ""
+	}
+	return path[i+len(marker):]
+}
+
+// serveProxy is nodes/proxy (to the node's kubelet, with the apiserver's
+// kubelet client certificate) and pods/proxy (to the pod's IP). The name
+// may carry a scheme and port: [scheme:]name[:port]. services/proxy is not
+// served yet.
+func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore) {
+	gr := schema.GroupResource{Resource: rs.res.Resource + "/proxy"}
+	fail := func(err error) { s.respondError(w, r, err, gr, info.Name) }
+	scheme, name, port, ok := utilnet.SplitSchemeNamePort(info.Name)
+	if !ok {
+		fail(apierrors.NewBadRequest(fmt.Sprintf("invalid %s request %q", strings.TrimSuffix(rs.res.Resource, "s"), info.Name)))
+		return
+	}
+	path := proxyPath(r, info)
+	if path == "" {
+		path = "/"
+	}
+	var loc *url.URL
+	var transport *http.Transport
+	switch rs.res.Resource {
+	case "nodes":
+		var err error
+		if loc, err = s.kubeletLocation(r.Context(), name, path, nil); err != nil {
+			fail(err)
+			return
+		}
+		if port != "" {
+			host, _, _ := net.SplitHostPort(loc.Host)
+			loc.Host = net.JoinHostPort(host, port)
+		}
+		if scheme != "" {
+			loc.Scheme = scheme
+		}
+		transport = s.kubeletBackendTransport()
+	case "pods":
+		pod, err := s.getPod(r, requestInfo{Namespace: info.Namespace, Name: name}, rs)
+		if err != nil {
+			fail(err)
+			return
+		}
+		if port == "" {
+			for _, c := range pod.Spec.Containers {
+				if len(c.Ports) > 0 {
+					port = fmt.Sprint(c.Ports[0].ContainerPort)
+					break
+				}
+			}
+		}
+		ip := podIP(pod)
+		if ip == nil || !ip.IsGlobalUnicast() {
+			fail(apierrors.NewBadRequest("address not allowed"))
+			return
+		}
+		host := ip.String()
+		if port != "" {
+			host = net.JoinHostPort(host, port)
+		} else if ip.To4() == nil {
+			host = "[" + host + "]"
+		}
+		if scheme == "" {
+			scheme = "http"
+		}
+		loc, transport = &url.URL{Scheme: scheme, Host: host, Path: path}, podProxyTransport()
+	default:
+		fail(notImplemented(rs.res.Resource + "/proxy"))
+		return
+	}
+	stripCredentials(r)
+	h := proxy.NewUpgradeAwareHandler(loc, transport, false, false, proxyResponder{s, gr, info.Name})
+	h.UseLocationHost = true
+	h.RejectForwardingRedirects = true
+	h.ServeHTTP(w, r)
+}
+
+func podIP(pod *corev1.Pod) net.IP {
+	if len(pod.Status.PodIPs) > 0 {
+		return net.ParseIP(pod.Status.PodIPs[0].IP)
+	}
+	return net.ParseIP(pod.Status.PodIP)
+}
+
+func (s *Server) kubeletBackendTransport() *http.Transport {
+	s.cfg.KubeletClient.init()
+	return s.cfg.KubeletClient.transport
+}
+
+// proxyResponder writes proxy errors as Status objects.
+type proxyResponder struct {
+	s    *Server
+	gr   schema.GroupResource
+	name string
+}
+
+func (p proxyResponder) Error(w http.ResponseWriter, r *http.Request, err error) {
+	if _, ok := err.(apierrors.APIStatus); !ok {
+		err = apierrors.NewServiceUnavailable(fmt.Sprintf("error trying to reach service: %v", err))
+	}
+	p.s.respondError(w, r, err, p.gr, p.name)
+}
