@@ -50,7 +50,12 @@ type Config struct {
 	Taints  []corev1.Taint
 	// ContainerRuntimeEndpoint is an existing CRI socket; empty means start containerd.
 	ContainerRuntimeEndpoint string
+	// KubeletPort is the port of the kubelet API (DefaultKubeletPort when 0).
+	KubeletPort int
 }
+
+// DefaultKubeletPort is the kubelet API's port, as upstream's.
+const DefaultKubeletPort = 10250
 
 // checked is Config with defaults filled in.
 type checked struct {
@@ -76,6 +81,12 @@ func (cfg Config) check() (checked, error) {
 	}
 	if c.DataDir == "" {
 		c.DataDir = DefaultDataDir
+	}
+	if c.KubeletPort == 0 {
+		c.KubeletPort = DefaultKubeletPort
+	}
+	if c.KubeletPort < 0 || c.KubeletPort > 65535 {
+		return c, fmt.Errorf("orch agent: --kubelet-port %d is not a port number", c.KubeletPort)
 	}
 	if abs, err := filepath.Abs(c.DataDir); err == nil {
 		c.DataDir = abs
@@ -142,7 +153,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("orch agent: client for the server: %w", err)
 	}
-	nodeCfg := node.Config{Name: c.NodeName, NodeIPs: c.ips, Labels: c.Labels, Taints: c.Taints, DataDir: c.DataDir}
+	nodeCfg := node.Config{Name: c.NodeName, NodeIPs: c.ips, Labels: c.Labels, Taints: c.Taints, DataDir: c.DataDir, KubeletPort: c.KubeletPort}
 
 	components := []run.Named{{Name: "node certificates", Runnable: renewer}}
 	endpoint := c.ContainerRuntimeEndpoint
@@ -183,7 +194,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		defer rt.Close()
 		v := rt.RuntimeVersion()
 		log.Info("container runtime connected", "endpoint", endpoint, "runtime", v.RuntimeName+"://"+v.RuntimeVersion)
-		parts, err := kubelet(c, nodeCfg, creds.Cluster(), client, rt, log)
+		parts, err := kubelet(c, nodeCfg, creds, client, rt, log)
 		if err != nil {
 			return err
 		}

@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"orch/internal/kubelet/node"
 	"orch/internal/kubelet/podconfig"
 	"orch/internal/kubelet/pods"
+	"orch/internal/kubelet/server"
 	"orch/internal/network"
 	"orch/internal/run"
 )
@@ -22,7 +25,8 @@ import (
 // kubelet is what runs once the container runtime is connected: the Node's
 // registration and status, the pod network's CNI config and the pod
 // workers.
-func kubelet(c checked, nodeCfg node.Config, cluster join.Cluster, client kubernetes.Interface, rt *cri.Runtime, log *slog.Logger) ([]run.Named, error) {
+func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kubernetes.Interface, rt *cri.Runtime, log *slog.Logger) ([]run.Named, error) {
+	cluster := creds.Cluster()
 	sys, err := node.ReadSystem(c.DataDir)
 	if err != nil {
 		return nil, err
@@ -37,10 +41,29 @@ func kubelet(c checked, nodeCfg node.Config, cluster join.Cluster, client kubern
 		CgroupV2:       cgroupV2(),
 	}, rt, log)
 	workers.RootDir = filepath.Join(c.DataDir, "agent", "kubelet")
+	workers.StaticPodDir = filepath.Join(c.DataDir, "agent", "pod-manifests")
+	if err := os.MkdirAll(workers.StaticPodDir, 0o755); err != nil {
+		return nil, fmt.Errorf("orch agent: %w", err)
+	}
 	workers.DNS = podconfig.ClusterDNS{Servers: []string{cluster.DNS}, Domain: cluster.Domain}
 	workers.LogRoot = podLogRoot(c.DataDir)
 	workers.SystemdCgroups = containerd.SystemdIsInit()
+	api, err := server.New(server.Config{
+		Addr:         fmt.Sprintf(":%d", c.KubeletPort),
+		TLS:          creds.ServingTLSConfig(),
+		TokenReviews: client.AuthenticationV1().TokenReviews(),
+		Runtime:      rt,
+		Containers:   server.NewCRIFinder(rt, workers.Pods),
+		Pods:         workers.Pods,
+		NodeName:     c.NodeName,
+		RootDir:      c.DataDir,
+		Log:          log.With("component", "kubelet-api"),
+	})
+	if err != nil {
+		return nil, err
+	}
 	return []run.Named{
+		{Name: "kubelet API", Runnable: api},
 		{Name: "node status", Runnable: node.New(nodeCfg, client, rt, nil, log)},
 		{Name: "pod network config", Runnable: network.NewCNIConfigWriter(cniConfig(c), client, rt, log)},
 		{Name: "pods", Runnable: workers},

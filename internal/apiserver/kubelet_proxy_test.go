@@ -25,7 +25,6 @@ import (
 	"k8s.io/client-go/transport/spdy"
 	"k8s.io/client-go/util/exec"
 
-	"orch/internal/apiserver"
 	"orch/internal/apiserver/apitest"
 	"orch/internal/controller/controllertest/kubectltest"
 	"orch/internal/kubelet/server/servertest"
@@ -47,8 +46,7 @@ func startKubeletCluster(t *testing.T) *kubeletCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := apitest.StartWith(t, apitest.Options{KubeletClient: &apiserver.KubeletClientConfig{
-		TLS: &tls.Config{RootCAs: k.PKI.CAPool(), Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}})
+	api := apitest.StartWith(t, apitest.Options{KubeletTLS: &tls.Config{RootCAs: k.PKI.CAPool(), Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}})
 	client := kubernetes.NewForConfigOrDie(api.Config)
 	ctx := context.Background()
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
@@ -84,7 +82,7 @@ func TestKubectlLogsAndExecThroughTheKubelet(t *testing.T) {
 	kubectltest.MustContain(t, c.api.Config, "and its stderr", "logs", "web", "-c", "app", "--tail=1")
 	// kubectl picks the first container itself; the API refuses to guess.
 	kubectltest.MustContain(t, c.api.Config, "hello from app", "logs", "web")
-	_, err := c.client.CoreV1().Pods("default").GetLogs("web", &corev1.PodLogOptions{}).DoRaw(context.Background())
+	_, err := c.client.CoreV1().Pods("default").GetLogs("web", &corev1.PodLogOptions{}).Stream(context.Background())
 	if !apierrors.IsBadRequest(err) || err.Error() != "a container name must be specified for pod web, choose one of: [app sidecar]" {
 		t.Errorf("pods/log without a container: %v", err)
 	}
@@ -100,6 +98,7 @@ func TestKubectlLogsAndExecThroughTheKubelet(t *testing.T) {
 		t.Errorf("logs of a pod not scheduled: %v %q, want nothing", err, out)
 	}
 	kubectltest.MustContain(t, c.api.Config, "hi there", "exec", "web", "-c", "app", "--", "echo", "hi", "there")
+	kubectltest.MustContain(t, c.api.Config, "attached", "attach", "web", "-c", "app")
 	out, err = kubectltest.Run(t, c.api.Config, "exec", "pending", "--", "echo")
 	if err == nil || !strings.Contains(out+err.Error(), "pod pending does not have a host assigned") {
 		t.Errorf("exec in a pod not scheduled: %v %q", err, out)
@@ -127,7 +126,7 @@ func TestLogsFollowThroughTheApiserver(t *testing.T) {
 	}
 
 	bad := int64(-1)
-	_, err = c.client.CoreV1().Pods("default").GetLogs("web", &corev1.PodLogOptions{Container: "app", TailLines: &bad}).DoRaw(ctx)
+	_, err = c.client.CoreV1().Pods("default").GetLogs("web", &corev1.PodLogOptions{Container: "app", TailLines: &bad}).Stream(ctx)
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "tailLines: Invalid value: -1: must be greater than or equal to 0") {
 		t.Errorf("tailLines=-1: %v", err)
 	}

@@ -37,9 +37,9 @@ func proxyPath(r *http.Request, info requestInfo) string {
 }
 
 // serveProxy is nodes/proxy (to the node's kubelet, with the apiserver's
-// kubelet client certificate) and pods/proxy (to the pod's IP). The name
-// may carry a scheme and port: [scheme:]name[:port]. services/proxy is not
-// served yet.
+// kubelet client certificate), pods/proxy (to the pod's IP) and
+// services/proxy (to a ready endpoint of the port). The name may carry a
+// scheme and port: [scheme:]name[:port].
 func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore) {
 	gr := schema.GroupResource{Resource: rs.res.Resource + "/proxy"}
 	fail := func(err error) { s.respondError(w, r, err, gr, info.Name) }
@@ -98,6 +98,16 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, info request
 			scheme = "http"
 		}
 		loc, transport = &url.URL{Scheme: scheme, Host: host, Path: path}, podProxyTransport()
+	case "services":
+		hostPort, err := s.serviceEndpoint(r.Context(), rs, info.Namespace, name, port)
+		if err != nil {
+			fail(err)
+			return
+		}
+		if scheme == "" {
+			scheme = "http"
+		}
+		loc, transport = &url.URL{Scheme: scheme, Host: hostPort, Path: path}, podProxyTransport()
 	default:
 		fail(notImplemented(rs.res.Resource + "/proxy"))
 		return

@@ -31,6 +31,7 @@ func agentFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "node-label", Usage: "label key=value of this node (repeatable)"},
 		&cli.StringSliceFlag{Name: "node-taint", Usage: "taint key=value:Effect set when the node registers (repeatable; Effect is NoSchedule, PreferNoSchedule or NoExecute)"},
 		&cli.StringFlag{Name: "container-runtime-endpoint", Usage: "CRI socket of a running container runtime (default: orch starts and supervises containerd)"},
+		&cli.IntFlag{Name: "kubelet-port", Value: agent.DefaultKubeletPort, Usage: "port of the kubelet API (logs, exec, port-forward)"},
 		&cli.BoolFlag{Name: "debug", Usage: "log at debug level"},
 	}
 }
@@ -55,6 +56,7 @@ func agentConfig(c *cli.Context) (agent.Config, error) {
 		Labels:                   labels,
 		Taints:                   taints,
 		ContainerRuntimeEndpoint: c.String("container-runtime-endpoint"),
+		KubeletPort:              c.Int("kubelet-port"),
 	}, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/klog/v2"
 
+	"orch/internal/agent"
 	"orch/internal/kubelet/node"
 	"orch/internal/server"
 )
@@ -41,6 +42,7 @@ func serverFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "node-label", Usage: "label key=value of this node (repeatable)"},
 		&cli.StringSliceFlag{Name: "node-taint", Usage: "taint key=value:Effect set when the node registers (repeatable)"},
 		&cli.StringFlag{Name: "container-runtime-endpoint", Usage: "CRI socket of a running container runtime (default: orch starts and supervises containerd)"},
+		&cli.IntFlag{Name: "kubelet-port", Value: agent.DefaultKubeletPort, Usage: "port of the agent's kubelet API (logs, exec, port-forward)"},
 		&cli.IntFlag{Name: "etcd-client-port", Value: 2379, Usage: "loopback port of the embedded etcd's clients"},
 		&cli.IntFlag{Name: "etcd-peer-port", Value: 2380, Usage: "loopback port of the embedded etcd's peers"},
 		&cli.BoolFlag{Name: "debug", Usage: "log at debug level"},
@@ -78,6 +80,7 @@ func runServer(c *cli.Context) error {
 		NodeLabels:               labels,
 		NodeTaints:               taints,
 		ContainerRuntimeEndpoint: c.String("container-runtime-endpoint"),
+		KubeletPort:              c.Int("kubelet-port"),
 		EtcdClientPort:           c.Int("etcd-client-port"),
 		EtcdPeerPort:             c.Int("etcd-peer-port"),
 	}

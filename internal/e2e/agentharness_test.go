@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -41,7 +42,7 @@ func StartAgent(t *testing.T, s *Server, name string, extra ...string) *Agent {
 	writeBusyboxImage(t, dataDir)
 	a := &Agent{t: t, Name: name, DataDir: dataDir, logs: &lockedBuffer{},
 		args: append([]string{"agent", "--server", s.URL(), "--token", s.Token(), "--data-dir", dataDir,
-			"--node-name", name, "--node-ip", "127.0.0.1"}, extra...)}
+			"--node-name", name, "--node-ip", "127.0.0.1", "--kubelet-port", strconv.Itoa(freePort(t))}, extra...)}
 	t.Cleanup(func() {
 		a.Stop()
 		if t.Failed() {

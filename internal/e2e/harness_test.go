@@ -25,13 +25,14 @@ type Server struct {
 	Port       int    // --https-listen-port
 	// WithAgent runs the server's own agent (node e2e-server); without
 	// it the server runs with --disable-agent.
-	WithAgent bool
-	etcdPorts [2]int // client, peer
-	starts    int    // how many times it was started (one log file each)
-	ready     bool   // it was ready once
-	cmd       *exec.Cmd
-	done      chan struct{} // closed when the process has exited
-	exitErr   error
+	WithAgent   bool
+	etcdPorts   [2]int // client, peer
+	kubeletPort int    // --kubelet-port of its agent
+	starts      int    // how many times it was started (one log file each)
+	ready       bool   // it was ready once
+	cmd         *exec.Cmd
+	done        chan struct{} // closed when the process has exited
+	exitErr     error
 }
 
 // StartServer starts a server (with --disable-agent) in a fresh temporary
@@ -75,6 +76,7 @@ func startServer(t *testing.T, withAgent bool) *Server {
 func (s *Server) pickPorts() {
 	s.Port = freePort(s.t)
 	s.etcdPorts = [2]int{freePort(s.t), freePort(s.t)}
+	s.kubeletPort = freePort(s.t)
 }
 
 // URL is the apiserver's address.
@@ -116,7 +118,7 @@ func (s *Server) launch() {
 		"--bind-address", "127.0.0.1", "--https-listen-port", strconv.Itoa(s.Port),
 		"--etcd-client-port", strconv.Itoa(s.etcdPorts[0]), "--etcd-peer-port", strconv.Itoa(s.etcdPorts[1])}
 	if s.WithAgent {
-		args = append(args, "--node-name", "e2e-server", "--node-ip", "127.0.0.1")
+		args = append(args, "--node-name", "e2e-server", "--kubelet-port", strconv.Itoa(s.kubeletPort))
 	} else {
 		args = append(args, "--disable-agent")
 	}

@@ -40,6 +40,7 @@ type Config struct {
 	NodeLabels               map[string]string
 	NodeTaints               []corev1.Taint
 	ContainerRuntimeEndpoint string
+	KubeletPort              int
 	// EtcdClientPort and EtcdPeerPort listen on loopback (2379 and 2380).
 	EtcdClientPort int
 	EtcdPeerPort   int
@@ -54,7 +55,7 @@ func (p parsed) agentConfig(url, token string) agent.Config {
 	maps.Copy(labels, p.NodeLabels)
 	return agent.Config{
 		Server: url, Token: token, DataDir: p.DataDir, NodeName: p.NodeName, NodeIPs: p.Config.NodeIPs,
-		Labels: labels, Taints: p.NodeTaints, ContainerRuntimeEndpoint: p.ContainerRuntimeEndpoint,
+		Labels: labels, Taints: p.NodeTaints, ContainerRuntimeEndpoint: p.ContainerRuntimeEndpoint, KubeletPort: p.KubeletPort,
 	}
 }
 

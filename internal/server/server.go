@@ -52,8 +52,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	defer etcd.Close()
 	store := storage.NewEtcd(etcd.Client)
 
+	kubeletClient, err := kubeletClientConfig(bundle)
+	if err != nil {
+		return err
+	}
 	api, err := apiserver.New(apiserver.Config{
-		Storage: store, Resources: all.Resources(), ServiceCIDR: p.serviceCIDR, Version: version.Info(),
+		Storage: store, Resources: all.Resources(), ServiceCIDR: p.serviceCIDR, Version: version.Info(), KubeletClient: kubeletClient,
 		Log: log.With("component", "apiserver"), ServiceAccountKey: bundle.ServiceAccountKey,
 		ClusterDomain: p.ClusterDomain, ExternalAddress: net.JoinHostPort(p.advertise.String(), strconv.Itoa(p.HTTPSPort)),
 		Checks: map[string]func(context.Context) error{"etcd": func(ctx context.Context) error {

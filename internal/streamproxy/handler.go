@@ -51,7 +51,6 @@ func Handler(kind Kind, b Backend, opts Options) http.Handler {
 		b.Log = slog.New(slog.DiscardHandler)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b.Log.Info("DEBUG stream", "kind", kind, "upgrade", r.Header.Get("Upgrade"), "proto", r.Header.Values("Sec-Websocket-Protocol"), "xstream", r.Header.Values("X-Stream-Protocol-Version"), "q", r.URL.RawQuery)
 		switch {
 		case (kind == Exec || kind == Attach) && wsstream.IsWebSocketRequestWithStreamCloseProtocol(r):
 			translate(w, r, b, opts)

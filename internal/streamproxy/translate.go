@@ -150,9 +150,8 @@ func translate(w http.ResponseWriter, r *http.Request, b Backend, opts Options) 
 	if opts.Stdin {
 		so.Stdin = ws.stdin
 	}
-	cw := &countWriter{w: ws.stdout}
 	if opts.Stdout {
-		so.Stdout = cw
+		so.Stdout = ws.stdout
 	}
 	if opts.Stderr {
 		so.Stderr = ws.stderr
@@ -160,9 +159,7 @@ func translate(w http.ResponseWriter, r *http.Request, b Backend, opts Options) 
 	if opts.TTY {
 		so.Tty, so.TerminalSizeQueue = true, sizeQueue(ws.resize)
 	}
-	err = executor.StreamWithContext(r.Context(), so)
-	b.Log.Info("DEBUG translated", "stdoutBytes", cw.n, "werr", cw.err, "err", err)
-	ws.writeStatus(statusOf(err))
+	ws.writeStatus(statusOf(executor.StreamWithContext(r.Context(), so)))
 }
 
 // statusOf is the status the v5 error channel carries for a session's end.
@@ -185,19 +182,4 @@ func statusOf(err error) metav1.Status {
 		}
 	}
 	return apierrors.NewInternalError(err).ErrStatus
-}
-
-type countWriter struct {
-	w   io.Writer
-	n   int
-	err error
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += n
-	if err != nil {
-		c.err = err
-	}
-	return n, err
 }

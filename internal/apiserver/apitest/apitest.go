@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/tls"
 	"io"
 	"log/slog"
 	"net"
@@ -47,8 +48,9 @@ type Options struct {
 	ServiceAccountAdmission bool
 	// Now is the apiserver's clock for tokens; nil means time.Now.
 	Now func() time.Time
-	// KubeletClient lets the apiserver reach (test) kubelets.
-	KubeletClient *apiserver.KubeletClientConfig
+	// KubeletTLS lets the apiserver reach (test) kubelets: it trusts their
+	// serving certificates and presents a client certificate.
+	KubeletTLS *tls.Config
 }
 
 // Start runs etcd and the apiserver until the test ends.
@@ -77,7 +79,7 @@ func StartWith(t testing.TB, opts Options) *Server {
 	key := signingKey(t)
 	api, err := apiserver.New(apiserver.Config{Storage: store, Resources: all.Resources(), ServiceCIDR: cidr, Version: version.Info(), Log: log,
 		ServiceAccountKey: key, ExternalAddress: "127.0.0.1:6443", Now: opts.Now,
-		DisableServiceAccountAdmission: !opts.ServiceAccountAdmission, KubeletClient: opts.KubeletClient})
+		DisableServiceAccountAdmission: !opts.ServiceAccountAdmission, KubeletClient: kubeletClient(opts.KubeletTLS)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +119,13 @@ func signingKey(t testing.TB) *rsa.PrivateKey {
 		t.Fatal(keyErr)
 	}
 	return key
+}
+
+func kubeletClient(c *tls.Config) *apiserver.KubeletClientConfig {
+	if c == nil {
+		return nil
+	}
+	return &apiserver.KubeletClientConfig{TLS: c}
 }
 
 func freeAddr(t testing.TB) string {

@@ -60,6 +60,16 @@ func (w *Workers) relist(ctx context.Context) {
 		w.queue.Add(p.Namespace + "/" + p.Name)
 		known[p.UID] = true
 	}
+	if w.static != nil {
+		static := w.static.List()
+		for _, p := range static {
+			w.queue.Add(p.Namespace + "/" + p.Name)
+			known[p.UID] = true
+		}
+		if err := w.mirrors.DeleteOrphans(ctx, static, pods); err != nil {
+			w.log.Warn("delete the mirror pods of static pods that are gone", "err", err)
+		}
+	}
 	w.removeOrphanedPodDirs(onDisk, known)
 }
 

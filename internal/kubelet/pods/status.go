@@ -26,21 +26,39 @@ type probeResults interface {
 	Ready(containerID string) bool
 }
 
-// writeStatus writes pod's status as state shows it, when it changed.
-func (w *Workers) writeStatus(ctx context.Context, pod *corev1.Pod, state podState) error {
-	status := podStatus(pod, state, w.waitingOf(pod), w.probes, w.node.HostIPs, w.now())
-	if apiequality.Semantic.DeepEqual(status, pod.Status) {
-		return nil
-	}
-	updated := pod.DeepCopy()
-	updated.Status = status
-	if _, err := w.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil // deleted meanwhile: the next sync cleans up
+// writeStatus writes pod's status as state shows it to target (pod
+// itself, or a static pod's mirror, whose status pod carries), when it
+// changed.
+func (w *Workers) writeStatus(ctx context.Context, pod, target *corev1.Pod, state podState) error {
+	for attempt := 0; ; attempt++ {
+		status := podStatus(pod, state, w.waitingOf(pod), w.probes, w.node.HostIPs, w.now())
+		if apiequality.Semantic.DeepEqual(status, target.Status) {
+			return nil
 		}
-		return fmt.Errorf("update the status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		updated := target.DeepCopy()
+		updated.Status = status
+		_, err := w.client.CoreV1().Pods(target.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+			return nil // deleted meanwhile: the next sync cleans up
+		case apierrors.IsConflict(err) && attempt == 0:
+			// The informer's copy is behind (often our own last write):
+			// start again from the object as the API has it now.
+			fresh, getErr := w.client.CoreV1().Pods(target.Namespace).Get(ctx, target.Name, metav1.GetOptions{})
+			if getErr != nil || fresh.UID != target.UID {
+				return fmt.Errorf("update the status of pod %s/%s: %w", target.Namespace, target.Name, err)
+			}
+			if pod == target {
+				pod = fresh
+			} else {
+				pod = pod.DeepCopy()
+				pod.Status = fresh.Status
+			}
+			target = fresh
+		default:
+			return fmt.Errorf("update the status of pod %s/%s: %w", target.Namespace, target.Name, err)
+		}
 	}
-	return nil
 }
 
 // podStatus is the pod's status as the runtime's state shows it; fields

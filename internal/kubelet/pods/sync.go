@@ -20,6 +20,7 @@ import (
 
 	"orch/internal/kubelet/podconfig"
 	"orch/internal/kubelet/prober"
+	"orch/internal/kubelet/staticpods"
 	"orch/internal/kubelet/volumes"
 )
 
@@ -45,14 +46,52 @@ func (w *Workers) sync(ctx context.Context, key string) error {
 		return nil
 	}
 	pod, err := w.lister.Pods(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return w.killStale(ctx, ns, name, "")
-	}
-	if err != nil {
+	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
+	if static, ok := w.staticPod(ns, name); ok {
+		return w.syncStatic(ctx, key, static, pod)
+	}
+	if pod == nil || staticpods.IsMirror(pod) {
+		// Gone, or the mirror of a static pod whose file is gone (the
+		// full resync deletes such mirrors): nothing of it may run.
+		return w.killStale(ctx, ns, name, "")
+	}
+	return w.syncPod(ctx, key, pod, pod)
+}
+
+// staticPod is the static pod of namespace/name, if there is one.
+func (w *Workers) staticPod(namespace, name string) (*corev1.Pod, bool) {
+	if w.static == nil {
+		return nil, false
+	}
+	return w.static.Get(namespace, name)
+}
+
+// syncStatic runs a static pod from its file and keeps its mirror pod in
+// the API, which gets the status (apiPod is what the API has under the
+// static pod's key, if anything).
+func (w *Workers) syncStatic(ctx context.Context, key string, static, apiPod *corev1.Pod) error {
+	var mirror *corev1.Pod
+	if apiPod != nil && staticpods.IsMirror(apiPod) {
+		mirror = apiPod
+	}
+	if err := w.mirrors.Sync(ctx, static, mirror); err != nil {
+		w.log.Info("mirror pod", "pod", key, "err", err) // the static pod runs all the same
+	}
+	var target *corev1.Pod
+	if mirror != nil && mirror.DeletionTimestamp == nil && mirror.Annotations[staticpods.AnnotationMirror] == string(static.UID) {
+		target = mirror
+		static.Status = *mirror.Status.DeepCopy()
+	}
+	return w.syncPod(ctx, key, static, target)
+}
+
+// syncPod makes the runtime match pod and writes its status to target
+// (pod itself, or a static pod's mirror; nil: none yet).
+func (w *Workers) syncPod(ctx context.Context, key string, pod, target *corev1.Pod) error {
 	// Sandboxes of an earlier pod of the same name go first.
-	if err := w.killStale(ctx, ns, name, string(pod.UID)); err != nil {
+	if err := w.killStale(ctx, pod.Namespace, pod.Name, string(pod.UID)); err != nil {
 		return err
 	}
 	w.keys.Store(string(pod.UID), key)
@@ -78,7 +117,10 @@ func (w *Workers) sync(ctx context.Context, key string) error {
 		return errors.Join(syncErr, err)
 	}
 	w.probes.Sync(pod, w.probeIP(pod, state), runningContainers(state))
-	return errors.Join(syncErr, w.writeStatus(ctx, pod, state))
+	if target == nil {
+		return syncErr
+	}
+	return errors.Join(syncErr, w.writeStatus(ctx, pod, target, state))
 }
 
 // probeIP is the address probes of pod reach: its IP, or the node's for

@@ -26,6 +26,7 @@ import (
 	"orch/internal/kubelet/cri"
 	"orch/internal/kubelet/podconfig"
 	"orch/internal/kubelet/prober"
+	"orch/internal/kubelet/staticpods"
 	"orch/internal/kubelet/volumes"
 )
 
@@ -59,6 +60,10 @@ type Workers struct {
 	// and termination message files are under RootDir/pods/<uid>.
 	// Required.
 	RootDir string
+	// StaticPodDir holds static pod manifests (data-dir/agent/pod-manifests);
+	// empty for none. Static pods run from their files, with mirror pods
+	// in the API.
+	StaticPodDir string
 	// DNS is the cluster DNS pods with dnsPolicy ClusterFirst use.
 	DNS podconfig.ClusterDNS
 	// ResolvConf is the node's resolv.conf, the DNS of dnsPolicy Default
@@ -92,6 +97,8 @@ type Workers struct {
 	volumes  *volumes.Manager
 	keys     sync.Map             // pod UID → namespace/name, for the probes' changes
 	host     podconfig.HostResolv // ResolvConf, parsed
+	static   *staticpods.Source   // nil without a StaticPodDir
+	mirrors  *staticpods.Mirror
 
 	relists    int                   // relists done; every resyncEvery-th is a full one
 	prevRelist map[string]runtimePod // by pod UID, what the last relist saw
@@ -160,6 +167,19 @@ func (w *Workers) Start(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), informer.Informer().HasSynced) {
 		return ctx.Err()
 	}
+	if w.StaticPodDir != "" {
+		w.static = staticpods.NewSource(w.StaticPodDir, w.node.Name, w.log)
+		w.static.OnChange(w.queue.Add)
+		w.mirrors = staticpods.NewMirror(w.client, w.node.Name, w.log)
+		staticDone := make(chan struct{})
+		go func() { defer close(staticDone); w.static.Start(ctx) }()
+		defer func() { <-staticDone }()
+		select {
+		case <-w.static.Synced():
+		case <-ctx.Done():
+			return nil
+		}
+	}
 
 	var wg sync.WaitGroup
 	for range w.Parallel {
@@ -198,6 +218,25 @@ func (w *Workers) readResolvConf() podconfig.HostResolv {
 		w.log.Warn("the node's resolv.conf is malformed", "path", w.ResolvConf, "err", err)
 	}
 	return host
+}
+
+// Pods are the pods the workers run: the node's pods in the API (mirror
+// pods aside) and its static pods. None before Start.
+func (w *Workers) Pods() []*corev1.Pod {
+	if w.lister == nil {
+		return nil
+	}
+	pods, _ := w.lister.List(everything)
+	out := make([]*corev1.Pod, 0, len(pods))
+	for _, p := range pods {
+		if !staticpods.IsMirror(p) {
+			out = append(out, p)
+		}
+	}
+	if w.static != nil {
+		out = append(out, w.static.List()...)
+	}
+	return out
 }
 
 // probeChanged queues the pod whose probe results changed.

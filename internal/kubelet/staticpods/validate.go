@@ -16,8 +16,8 @@ import (
 // the mirror pod is created, and a pod it refuses still runs, without a
 // mirror (see the package doc).
 func validate(pod *corev1.Pod) error {
-	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	if msgs := validation.IsDNS1123Subdomain(pod.Name); len(msgs) > 0 {
 		bad("metadata.name %q (with the node name appended): %s", pod.Name, strings.Join(msgs, "; "))
 	}
@@ -59,9 +59,12 @@ func validate(pod *corev1.Pod) error {
 		bad("spec.dnsPolicy %q: must be ClusterFirst, ClusterFirstWithHostNet, Default or None", pod.Spec.DNSPolicy)
 	}
 	if err := apiReference(pod); err != nil {
-		errs = append(errs, err)
+		errs = append(errs, err.Error())
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // apiReference refuses, as upstream does, a static pod that needs objects

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -30,16 +31,37 @@ type exit struct {
 // namespace "default") and returns what it printed; it logs the output.
 func Run(t testing.TB, config *rest.Config, args ...string) (string, error) {
 	t.Helper()
-	var out bytes.Buffer
+	// One writer for stdout and stderr, safe for the two goroutines that
+	// copy exec's streams into it at once (a bare bytes.Buffer loses
+	// output when both ReadFrom into it together).
+	out := &syncBuffer{}
 	cmd := kubectlcmd.NewKubectlCommand(kubectlcmd.KubectlOptions{
 		Arguments:   append([]string{"kubectl"}, args...),
 		ConfigFlags: configFlags(t, config),
-		IOStreams:   genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out},
+		IOStreams:   genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: out},
 	})
 	cmd.SetArgs(args)
 	err := execute(cmd.Execute)
 	t.Logf("kubectl %s\n%s", strings.Join(args, " "), out.String())
 	return out.String(), err
+}
+
+// syncBuffer is a bytes.Buffer with a lock, and no ReadFrom.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // MustContain runs kubectl with args and fails the test unless it succeeds
