@@ -15,14 +15,21 @@ LDFLAGS := -s -w \
 BIN := bin/orch
 DATA_DIR ?= /var/lib/orch
 
-.PHONY: build run test check bench fuzz clean deps
+.PHONY: build run test check bench fuzz clean deps busybox-image
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
 
-# make run: build and start a one-node cluster with the embedded defaults.
-run: build
+# make run: build and start a one-node cluster (the server and its agent)
+# with the embedded defaults; the agent needs containerd, runc and the CNI
+# plugins, which deps installs when they are missing.
+run: deps build
 	$(BIN) server --data-dir $(DATA_DIR)
+
+# make busybox-image: a busybox image (orch.test/busybox:1) from the host's
+# /bin/busybox, where the agent of DATA_DIR imports images from.
+busybox-image: deps
+	$(GO) run ./scripts/busybox-image $(DATA_DIR)/agent/images/busybox.tar
 
 deps:
 	bash scripts/test-deps.sh
@@ -46,6 +53,7 @@ check:
 bench: build
 	ORCH_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./internal/e2e/bench/...
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./internal/scheduler/...
+	ORCH_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench PodStartup -benchtime 1x -timeout 30m ./internal/e2e/
 
 # make fuzz: a short run of the API decode/default/validate fuzz target.
 fuzz:

@@ -4,8 +4,10 @@
 set -euo pipefail
 
 # The runtime tests start Debian's containerd with runc; busybox-static is the
-# test image; CNI plugins, iptables and conntrack serve pod networking.
-packages=(ca-certificates iproute2 containerd runc containernetworking-plugins iptables conntrack busybox-static)
+# test image; CNI plugins, iptables and conntrack serve pod networking;
+# util-linux (nsenter) and bsdutils (script) run agents in network
+# namespaces and give `kubectl exec -it` a terminal in the end-to-end tests.
+packages=(ca-certificates iproute2 containerd runc containernetworking-plugins iptables conntrack busybox-static util-linux bsdutils)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

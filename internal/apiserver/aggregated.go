@@ -47,8 +47,12 @@ func (s *Server) serveAggregated(w http.ResponseWriter, core bool) {
 			version.Resources = append(version.Resources, resourceDiscovery(rs))
 		}
 		for _, v := range g.virtual {
+			scope := apidiscoveryv2.ScopeCluster
+			if v.namespaced {
+				scope = apidiscoveryv2.ScopeNamespace
+			}
 			version.Resources = append(version.Resources, apidiscoveryv2.APIResourceDiscovery{
-				Resource: v.gvr.Resource, SingularResource: v.singular, Scope: apidiscoveryv2.ScopeCluster, Verbs: createOnly,
+				Resource: v.gvr.Resource, SingularResource: v.singular, Scope: scope, Verbs: v.discoveryVerbs(),
 				ResponseKind: &metav1.GroupVersionKind{Group: v.gvr.Group, Version: v.gvr.Version, Kind: v.kind}})
 		}
 		sort.Slice(version.Resources, func(i, j int) bool { return version.Resources[i].Resource < version.Resources[j].Resource })

@@ -99,7 +99,8 @@ func resourceList(g apiGroup) *metav1.APIResourceList {
 		}
 	}
 	for _, v := range g.virtual {
-		list.APIResources = append(list.APIResources, metav1.APIResource{Name: v.gvr.Resource, SingularName: v.singular, Kind: v.kind, Verbs: createOnly})
+		list.APIResources = append(list.APIResources, metav1.APIResource{Name: v.gvr.Resource, SingularName: v.singular,
+			Namespaced: v.namespaced, Kind: v.kind, Verbs: v.discoveryVerbs()})
 	}
 	sort.SliceStable(list.APIResources, func(i, j int) bool {
 		return strings.Split(list.APIResources[i].Name, "/")[0] < strings.Split(list.APIResources[j].Name, "/")[0]

@@ -12,46 +12,66 @@ import (
 	"orch/internal/apiserver/filters"
 )
 
-// virtualResource is a create-only, cluster-scoped resource that is
-// answered and never stored (TokenReview, SelfSubjectReview).
+// virtualResource is a resource that is answered and never stored: the
+// create-only, cluster-scoped reviews (TokenReview, SelfSubjectReview) and
+// the read-only metrics of metrics.k8s.io (metricsapi.go).
 type virtualResource struct {
 	gvr            schema.GroupVersionResource
 	kind, singular string
-	create         func(w http.ResponseWriter, r *http.Request)
+	namespaced     bool
+	// verbs are what discovery lists; nil means create only.
+	verbs  metav1.Verbs
+	create func(w http.ResponseWriter, r *http.Request)
+	// read answers get and list.
+	read func(w http.ResponseWriter, r *http.Request, info requestInfo)
 }
 
 var createOnly = metav1.Verbs{"create"}
 
-// addVirtualResources registers the review resources in their group for
+func (v *virtualResource) discoveryVerbs() metav1.Verbs {
+	if v.verbs == nil {
+		return createOnly
+	}
+	return v.verbs
+}
+
+// addVirtualResources registers the review resources, and the metrics
+// resources when the apiserver can reach kubelets, in their groups for
 // discovery and routing.
 func (s *Server) addVirtualResources() {
 	gv := authenticationv1.SchemeGroupVersion
 	s.virtual = map[schema.GroupVersionResource]*virtualResource{}
-	for _, v := range []*virtualResource{
+	virtual := []*virtualResource{
 		{gvr: gv.WithResource("selfsubjectreviews"), kind: "SelfSubjectReview", singular: "selfsubjectreview", create: s.selfSubjectReview},
 		{gvr: gv.WithResource("tokenreviews"), kind: "TokenReview", singular: "tokenreview", create: s.tokenReview},
-	} {
+	}
+	if s.cfg.KubeletClient != nil && s.cfg.KubeletClient.TLS != nil {
+		virtual = append(virtual, s.metricsResources()...)
+	}
+	for _, v := range virtual {
 		s.virtual[v.gvr] = v
 		found := false
 		for i := range s.groups {
-			if s.groups[i].gv == gv {
+			if s.groups[i].gv == v.gvr.GroupVersion() {
 				s.groups[i].virtual, found = append(s.groups[i].virtual, v), true
 			}
 		}
 		if !found {
-			s.groups = append(s.groups, apiGroup{gv: gv, virtual: []*virtualResource{v}})
+			s.groups = append(s.groups, apiGroup{gv: v.gvr.GroupVersion(), virtual: []*virtualResource{v}})
 		}
 	}
 }
 
-// serveVirtual answers a request for a virtual resource: create only, at
-// the cluster scope.
+// serveVirtual answers a request for a virtual resource: create for the
+// reviews (at the cluster scope), get and list for the metrics.
 func (s *Server) serveVirtual(w http.ResponseWriter, r *http.Request, info requestInfo, v *virtualResource) {
 	gr := v.gvr.GroupResource()
 	switch {
-	case info.Namespace != "" || info.Subresource != "":
+	case (info.Namespace != "" && !v.namespaced) || info.Subresource != "":
 		s.respondError(w, r, notFoundPath(), schema.GroupResource{}, "")
-	case info.Verb != "create" || info.Name != "":
+	case v.read != nil && (info.Verb == "get" || info.Verb == "list"):
+		v.read(w, r, info)
+	case v.create == nil || info.Verb != "create" || info.Name != "":
 		s.respondError(w, r, apierrors.NewMethodNotSupported(gr, info.Verb), gr, info.Name)
 	default:
 		v.create(w, r)

@@ -9,14 +9,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 )
 
-// newScheme registers every built-in API type plus the meta.k8s.io types the
+// newScheme registers every built-in API type, metrics.k8s.io's, plus the meta.k8s.io types the
 // server answers with (Table, PartialObjectMetadata) and discovery types.
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	must(clientgoscheme.AddToScheme(s))
 	must(apidiscoveryv2.AddToScheme(s))
+	must(metricsv1beta1.AddToScheme(s))
 	metaGV := schema.GroupVersion{Group: "meta.k8s.io", Version: "v1"}
 	s.AddKnownTypes(metaGV, &metav1.Table{}, &metav1.TableOptions{},
 		&metav1.PartialObjectMetadata{}, &metav1.PartialObjectMetadataList{})

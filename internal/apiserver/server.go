@@ -3,8 +3,10 @@
 // deletecollection and the status, scale and binding subresources) for every
 // resource in the registry, stored through internal/storage. It also issues
 // and checks service account tokens (serviceaccounts/token, TokenReview,
-// SelfSubjectReview, issuer discovery; see tokens.go and package satoken) and
-// runs the built-in admission steps (admission.go).
+// SelfSubjectReview, issuer discovery; see tokens.go and package satoken),
+// serves the resource metrics API (metrics.k8s.io, what kubectl top reads)
+// from the kubelets' /stats/summary (metricsapi.go) and runs the built-in
+// admission steps (admission.go).
 package apiserver
 
 import (
@@ -58,7 +60,8 @@ type Config struct {
 	// Now is the clock of token issue and checks; nil means time.Now.
 	Now func() time.Time
 	// KubeletClient reaches kubelets for pods/log, exec, attach,
-	// portforward and nodes/proxy; nil answers those with 501.
+	// portforward and nodes/proxy, and for the usage metrics.k8s.io serves;
+	// nil answers the former with 501 and leaves metrics.k8s.io out.
 	KubeletClient *KubeletClientConfig
 }
 
@@ -75,6 +78,7 @@ type Server struct {
 	openapi   openAPIDocs
 	tokens    *tokens // nil without a service account key
 	virtual   map[schema.GroupVersionResource]*virtualResource
+	scraper   *metricsScraper // nil without a kubelet client
 
 	mu      sync.Mutex
 	started bool

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,7 +22,7 @@ import (
 
 // Agent is one `orch agent` process with its data directory.
 type Agent struct {
-	t       *testing.T
+	t       testing.TB
 	Name    string // --node-name
 	DataDir string
 	args    []string
@@ -35,14 +36,32 @@ type Agent struct {
 // (images.BusyboxRef) in its air-gap image directory. When t ends the
 // agent is stopped and whatever its runtime left (shims, mounts, the
 // bridge) is removed.
-func StartAgent(t *testing.T, s *Server, name string, extra ...string) *Agent {
+func StartAgent(t testing.TB, s *Server, name string, extra ...string) *Agent {
+	t.Helper()
+	return startAgent(t, name, nil, append([]string{"--server", s.URL(), "--token", s.Token(),
+		"--node-ip", "127.0.0.1", "--kubelet-port", strconv.Itoa(freePort(t))}, extra...))
+}
+
+// StartAgentIn is StartAgent inside network namespace netns (its
+// containerd and pods too), joining server (a URL reachable from there)
+// with token as node name at nodeIP.
+func StartAgentIn(t testing.TB, netns, server, token, name, nodeIP string) *Agent {
+	t.Helper()
+	// nsenter enters only the network namespace: `ip netns exec` also
+	// remounts /sys, which hides cgroup v1 mounts from runc.
+	return startAgent(t, name, []string{"nsenter", "--net=/run/netns/" + netns},
+		[]string{"--server", server, "--token", token, "--node-ip", nodeIP})
+}
+
+// startAgent runs `orch agent --data-dir D --node-name name args…`,
+// prefixed by wrap (e.g. nsenter --net=…).
+func startAgent(t testing.TB, name string, wrap, args []string) *Agent {
 	t.Helper()
 	requireRuntime(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
 	writeBusyboxImage(t, dataDir)
 	a := &Agent{t: t, Name: name, DataDir: dataDir, logs: &lockedBuffer{},
-		args: append([]string{"agent", "--server", s.URL(), "--token", s.Token(), "--data-dir", dataDir,
-			"--node-name", name, "--node-ip", "127.0.0.1", "--kubelet-port", strconv.Itoa(freePort(t))}, extra...)}
+		args: append(append(slices.Clone(wrap), orchBin, "agent", "--data-dir", dataDir, "--node-name", name), args...)}
 	t.Cleanup(func() {
 		a.Stop()
 		if t.Failed() {
@@ -60,7 +79,7 @@ func StartAgent(t *testing.T, s *Server, name string, extra ...string) *Agent {
 // Start starts the agent process (again).
 func (a *Agent) Start() {
 	a.t.Helper()
-	cmd := exec.Command(orchBin, a.args...)
+	cmd := exec.Command(a.args[0], a.args[1:]...)
 	cmd.Stdout, cmd.Stderr = a.logs, a.logs
 	if err := cmd.Start(); err != nil {
 		a.t.Fatal(err)
@@ -112,12 +131,12 @@ func (s *Server) Token() string {
 }
 
 // requireRuntime fails (never skips) unless the test can run containers.
-func requireRuntime(t *testing.T) {
+func requireRuntime(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("this test runs containerd and must run as root (make test does; scripts/test-deps.sh installs what it needs)")
 	}
-	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "ip"} {
+	for _, bin := range []string{"containerd", "containerd-shim-runc-v2", "runc", "ctr", "ip", "nsenter", "script"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			t.Fatalf("%s is not installed: run scripts/test-deps.sh as root", bin)
 		}
@@ -131,7 +150,7 @@ func requireRuntime(t *testing.T) {
 
 // writeBusyboxImage puts the busybox test image where the agent of
 // dataDir imports images from.
-func writeBusyboxImage(t *testing.T, dataDir string) {
+func writeBusyboxImage(t testing.TB, dataDir string) {
 	t.Helper()
 	dir := filepath.Join(dataDir, "agent", "images")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -151,7 +170,7 @@ func writeBusyboxImage(t *testing.T, dataDir string) {
 // after the agent stopped: the shims of running containers (an agent
 // leaves its pods running, by design), mounts under its directories, its
 // runtime state and the pod bridge.
-func cleanUpRuntime(t *testing.T, dataDir string) {
+func cleanUpRuntime(t testing.TB, dataDir string) {
 	state := agent.ContainerdState(dataDir)
 	for _, p := range processesMentioning(state) {
 		pid, _, _ := strings.Cut(p, ":")

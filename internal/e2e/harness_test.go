@@ -19,7 +19,7 @@ const startTimeout = 60 * time.Second
 
 // Server is one `orch server` process with its data directory and ports.
 type Server struct {
-	t          *testing.T
+	t          testing.TB
 	Dir        string // --data-dir
 	Kubeconfig string // --write-kubeconfig
 	Port       int    // --https-listen-port
@@ -28,8 +28,10 @@ type Server struct {
 	WithAgent   bool
 	etcdPorts   [2]int // client, peer
 	kubeletPort int    // --kubelet-port of its agent
-	starts      int    // how many times it was started (one log file each)
-	ready       bool   // it was ready once
+	bindAddress string
+	extraArgs   []string
+	starts      int  // how many times it was started (one log file each)
+	ready       bool // it was ready once
 	cmd         *exec.Cmd
 	done        chan struct{} // closed when the process has exited
 	exitErr     error
@@ -38,24 +40,33 @@ type Server struct {
 // StartServer starts a server (with --disable-agent) in a fresh temporary
 // directory on free loopback ports and waits until it is ready; it is
 // stopped when t ends.
-func StartServer(t *testing.T) *Server {
+func StartServer(t testing.TB) *Server {
 	t.Helper()
-	return startServer(t, false)
+	return startServer(t, false, "127.0.0.1")
+}
+
+// StartServerAt is StartServer listening on every address, its serving
+// certificate naming ip too, so that agents in other network namespaces
+// reach it at https://ip:port.
+func StartServerAt(t testing.TB, ip string) *Server {
+	t.Helper()
+	return startServer(t, false, "0.0.0.0", "--tls-san", ip)
 }
 
 // StartServerWithAgent is StartServer with the server's own agent, whose
 // node is e2e-server and whose image directory holds the busybox test
 // image. What its runtime leaves is removed when t ends.
-func StartServerWithAgent(t *testing.T) *Server {
+func StartServerWithAgent(t testing.TB) *Server {
 	t.Helper()
 	requireRuntime(t)
-	return startServer(t, true)
+	return startServer(t, true, "127.0.0.1")
 }
 
-func startServer(t *testing.T, withAgent bool) *Server {
+func startServer(t testing.TB, withAgent bool, bindAddress string, extra ...string) *Server {
 	t.Helper()
 	dir := t.TempDir()
-	s := &Server{t: t, Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig.yaml"), WithAgent: withAgent}
+	s := &Server{t: t, Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig.yaml"), WithAgent: withAgent,
+		bindAddress: bindAddress, extraArgs: extra}
 	s.pickPorts()
 	if withAgent {
 		writeBusyboxImage(t, dir)
@@ -115,8 +126,9 @@ func (s *Server) launch() {
 		s.t.Fatal(err)
 	}
 	args := []string{"server", "--data-dir", s.Dir, "--write-kubeconfig", s.Kubeconfig,
-		"--bind-address", "127.0.0.1", "--https-listen-port", strconv.Itoa(s.Port),
+		"--bind-address", s.bindAddress, "--https-listen-port", strconv.Itoa(s.Port),
 		"--etcd-client-port", strconv.Itoa(s.etcdPorts[0]), "--etcd-peer-port", strconv.Itoa(s.etcdPorts[1])}
+	args = append(args, s.extraArgs...)
 	if s.WithAgent {
 		args = append(args, "--node-name", "e2e-server", "--kubelet-port", strconv.Itoa(s.kubeletPort))
 	} else {
@@ -285,7 +297,7 @@ func (s *Server) readyProblem() string {
 var defaultNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
 
 // freePort is a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -297,7 +309,7 @@ func freePort(t *testing.T) int {
 
 // eventually polls cond until it returns "" or timeout passes, then fails
 // with the last thing cond reported.
-func eventually(t *testing.T, timeout time.Duration, cond func() string) {
+func eventually(t testing.TB, timeout time.Duration, cond func() string) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

@@ -39,7 +39,7 @@ func (s *Server) kubectlEnv(extra []string) []string {
 }
 
 // Run runs `orch kubectl ARGS...` to completion.
-func (s *Server) Run(t *testing.T, c Cmd) Result {
+func (s *Server) Run(t testing.TB, c Cmd) Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), kubectlTimeout)
 	defer cancel()
@@ -62,7 +62,7 @@ func (s *Server) Run(t *testing.T, c Cmd) Result {
 }
 
 // Kubectl runs kubectl and fails the test unless it exits 0; it returns stdout.
-func (s *Server) Kubectl(t *testing.T, args ...string) string {
+func (s *Server) Kubectl(t testing.TB, args ...string) string {
 	t.Helper()
 	r := s.Run(t, Cmd{Args: args})
 	if r.Code != 0 {
@@ -72,7 +72,7 @@ func (s *Server) Kubectl(t *testing.T, args ...string) string {
 }
 
 // KubectlIn is Kubectl with stdin.
-func (s *Server) KubectlIn(t *testing.T, stdin string, args ...string) string {
+func (s *Server) KubectlIn(t testing.TB, stdin string, args ...string) string {
 	t.Helper()
 	r := s.Run(t, Cmd{Args: args, Stdin: stdin})
 	if r.Code != 0 {

@@ -96,7 +96,7 @@ func TestServerRunsPods(t *testing.T) {
 }
 
 // waitNodeReady waits until node name is Ready and returns it.
-func waitNodeReady(t *testing.T, client kubernetes.Interface, name string) *corev1.Node {
+func waitNodeReady(t testing.TB, client kubernetes.Interface, name string) *corev1.Node {
 	t.Helper()
 	var node *corev1.Node
 	eventually(t, 2*time.Minute, func() string {
@@ -119,7 +119,7 @@ func waitNodeReady(t *testing.T, client kubernetes.Interface, name string) *core
 }
 
 // client is a client-go clientset with the admin kubeconfig.
-func (s *Server) client(t *testing.T) kubernetes.Interface {
+func (s *Server) client(t testing.TB) kubernetes.Interface {
 	t.Helper()
 	rc, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
 	if err != nil {
@@ -130,7 +130,7 @@ func (s *Server) client(t *testing.T) kubernetes.Interface {
 
 // ctr runs containerd's ctr against the containerd of the agent with
 // dataDir, in the k8s.io namespace.
-func ctr(t *testing.T, dataDir string, args ...string) string {
+func ctr(t testing.TB, dataDir string, args ...string) string {
 	t.Helper()
 	sock := filepath.Join(agent.ContainerdState(dataDir), "containerd.sock")
 	out, err := exec.Command("ctr", append([]string{"--address", sock, "--namespace", "k8s.io"}, args...)...).CombinedOutput()

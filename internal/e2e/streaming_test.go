@@ -18,7 +18,8 @@ import (
 // TestKubectlStreaming drives the kubelet API through the apiserver with
 // the real kubectl against real containers: logs (-f, --previous), exec
 // (with stdin, and interactive through a terminal), port-forward to a
-// busybox httpd, and cp in both directions.
+// busybox httpd, top (metrics.k8s.io from the kubelet's summary), and cp
+// in both directions.
 func TestKubectlStreaming(t *testing.T) {
 	s := StartServerWithAgent(t)
 	client := s.client(t)
@@ -98,6 +99,24 @@ func TestKubectlStreaming(t *testing.T) {
 			}
 		}
 		pf.Stop()
+	})
+
+	t.Run("top", func(t *testing.T) {
+		// The kubelet's CPU rate needs two samples: the first answer may lack it.
+		eventually(t, time.Minute, func() string {
+			r := s.Run(t, Cmd{Args: []string{"top", "node", "e2e-server"}})
+			if r.Code != 0 || !strings.Contains(r.Stdout, "e2e-server") || strings.Contains(r.Stdout, "<unknown>") {
+				return fmt.Sprintf("kubectl top node: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+			}
+			return ""
+		})
+		eventually(t, time.Minute, func() string {
+			r := s.Run(t, Cmd{Args: []string{"top", "pod", "web", "--containers"}})
+			if r.Code != 0 || !strings.Contains(r.Stdout, "main") || !strings.Contains(r.Stdout, "Mi") {
+				return fmt.Sprintf("kubectl top pod: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+			}
+			return ""
+		})
 	})
 
 	t.Run("cp", func(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"orch/internal/poddefaults"
 )
 
 // ErrMountFailed is wrapped by every *MountError.
@@ -56,53 +58,8 @@ func MountErrors(err error) []*MountError {
 // sourceKind names the volume source orch does not implement, as the
 // field is spelled in the API; "" when none is set.
 func sourceKind(s *corev1.VolumeSource) string {
-	switch {
-	case s.GCEPersistentDisk != nil:
-		return "gcePersistentDisk"
-	case s.AWSElasticBlockStore != nil:
-		return "awsElasticBlockStore"
-	case s.GitRepo != nil:
-		return "gitRepo"
-	case s.NFS != nil:
-		return "nfs"
-	case s.ISCSI != nil:
-		return "iscsi"
-	case s.Glusterfs != nil:
-		return "glusterfs"
-	case s.RBD != nil:
-		return "rbd"
-	case s.FlexVolume != nil:
-		return "flexVolume"
-	case s.Cinder != nil:
-		return "cinder"
-	case s.CephFS != nil:
-		return "cephfs"
-	case s.Flocker != nil:
-		return "flocker"
-	case s.FC != nil:
-		return "fc"
-	case s.AzureFile != nil:
-		return "azureFile"
-	case s.VsphereVolume != nil:
-		return "vsphereVolume"
-	case s.Quobyte != nil:
-		return "quobyte"
-	case s.AzureDisk != nil:
-		return "azureDisk"
-	case s.PhotonPersistentDisk != nil:
-		return "photonPersistentDisk"
-	case s.PortworxVolume != nil:
-		return "portworxVolume"
-	case s.ScaleIO != nil:
-		return "scaleIO"
-	case s.StorageOS != nil:
-		return "storageos"
-	case s.CSI != nil:
-		return "csi"
-	case s.Ephemeral != nil:
-		return "ephemeral"
-	case s.Image != nil:
-		return "image"
+	if names := poddefaults.VolumeSourceNames(s); len(names) > 0 {
+		return names[0]
 	}
 	return ""
 }

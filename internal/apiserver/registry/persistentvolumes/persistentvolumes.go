@@ -14,6 +14,7 @@ import (
 
 	"orch/internal/apiserver/registry"
 	"orch/internal/apiserver/registry/podspec"
+	"orch/internal/poddefaults"
 )
 
 // betaStorageClassAnnotation is the storage class annotation that predates
@@ -89,7 +90,7 @@ func Default(pv *corev1.PersistentVolume) {
 		setIfEmpty(&src.ISCSI.ISCSIInterface, "default")
 	}
 	if src.AzureDisk != nil {
-		podspec.DefaultAzureDisk(src.AzureDisk)
+		poddefaults.AzureDisk(src.AzureDisk)
 	}
 	if src.ScaleIO != nil {
 		setIfEmpty(&src.ScaleIO.StorageMode, "ThinProvisioned")

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"orch/internal/poddefaults"
 )
 
 const fileModeErrorMsg = "must be a number between 0 and 0777 (octal), both inclusive"
@@ -46,45 +48,7 @@ func volumeSourceCount(s *corev1.VolumeSource) int {
 	return len(volumeSourceNames(s))
 }
 
-func volumeSourceNames(s *corev1.VolumeSource) []string {
-	var names []string
-	add := func(set bool, name string) {
-		if set {
-			names = append(names, name)
-		}
-	}
-	add(s.HostPath != nil, "hostPath")
-	add(s.EmptyDir != nil, "emptyDir")
-	add(s.GCEPersistentDisk != nil, "gcePersistentDisk")
-	add(s.AWSElasticBlockStore != nil, "awsElasticBlockStore")
-	add(s.GitRepo != nil, "gitRepo")
-	add(s.Secret != nil, "secret")
-	add(s.NFS != nil, "nfs")
-	add(s.ISCSI != nil, "iscsi")
-	add(s.Glusterfs != nil, "glusterfs")
-	add(s.PersistentVolumeClaim != nil, "persistentVolumeClaim")
-	add(s.RBD != nil, "rbd")
-	add(s.FlexVolume != nil, "flexVolume")
-	add(s.Cinder != nil, "cinder")
-	add(s.CephFS != nil, "cephfs")
-	add(s.Flocker != nil, "flocker")
-	add(s.DownwardAPI != nil, "downwardAPI")
-	add(s.FC != nil, "fc")
-	add(s.AzureFile != nil, "azureFile")
-	add(s.ConfigMap != nil, "configMap")
-	add(s.VsphereVolume != nil, "vsphereVolume")
-	add(s.Quobyte != nil, "quobyte")
-	add(s.AzureDisk != nil, "azureDisk")
-	add(s.PhotonPersistentDisk != nil, "photonPersistentDisk")
-	add(s.Projected != nil, "projected")
-	add(s.PortworxVolume != nil, "portworxVolume")
-	add(s.ScaleIO != nil, "scaleIO")
-	add(s.StorageOS != nil, "storageos")
-	add(s.CSI != nil, "csi")
-	add(s.Ephemeral != nil, "ephemeral")
-	add(s.Image != nil, "image")
-	return names
-}
+func volumeSourceNames(s *corev1.VolumeSource) []string { return poddefaults.VolumeSourceNames(s) }
 
 func validateVolumeSource(s *corev1.VolumeSource, p *field.Path) field.ErrorList {
 	var errs field.ErrorList

@@ -1,0 +1,185 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"orch/internal/kubelet/images"
+)
+
+// BenchmarkPodStartup measures pod start-up on a real agent (its own
+// containerd, the busybox image already imported): the time from the
+// create call to the pod's status saying Running, for one pod at a time
+// (ORCH_BENCH_POD_RUNS runs, default 10) and for 30 pods created at once;
+// and the resident memory of the agent process and of its containerd,
+// idle and with the 30 pods running. Run with -benchtime 1x (make bench).
+func BenchmarkPodStartup(b *testing.B) {
+	s := StartServer(b)
+	a := StartAgent(b, s, "bench-node")
+	client := s.client(b)
+	waitNodeReady(b, client, "bench-node")
+	runs := 10
+	if n, err := strconv.Atoi(os.Getenv("ORCH_BENCH_POD_RUNS")); err == nil && n > 0 {
+		runs = n
+	}
+	// A first pod unpacks the image and starts the pause image: what
+	// follows measures pods on a warm node.
+	startPods(b, client, "warm", 1)
+	deletePods(b, client)
+	time.Sleep(5 * time.Second) // let the node settle
+	idleAgent, idleContainerd := rssMiB(b, a.cmd.Process.Pid), containerdRSSMiB(a.DataDir)
+
+	var single []time.Duration
+	for i := range runs {
+		single = append(single, startPods(b, client, fmt.Sprintf("one-%d", i), 1)...)
+		deletePods(b, client)
+	}
+	batch := startPods(b, client, "batch", 30)
+	time.Sleep(5 * time.Second)
+	busyAgent, busyContainerd := rssMiB(b, a.cmd.Process.Pid), containerdRSSMiB(a.DataDir)
+	deletePods(b, client)
+
+	p := func(d []time.Duration, q float64) float64 {
+		slices.Sort(d)
+		return float64(d[min(len(d)-1, int(q*float64(len(d))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(p(single, 0.5), "1pod-p50-ms")
+	b.ReportMetric(p(single, 0.99), "1pod-p99-ms")
+	b.ReportMetric(p(batch, 0.5), "30pods-p50-ms")
+	b.ReportMetric(p(batch, 0.99), "30pods-p99-ms")
+	b.ReportMetric(idleAgent, "agent-idle-MiB")
+	b.ReportMetric(busyAgent, "agent-30pods-MiB")
+	b.ReportMetric(idleContainerd, "containerd-idle-MiB")
+	b.ReportMetric(busyContainerd, "containerd-30pods-MiB")
+	b.Logf("one pod at a time (%d runs): p50 %.0f ms, p99 %.0f ms; 30 at once: p50 %.0f ms, p99 %.0f ms",
+		len(single), p(single, 0.5), p(single, 0.99), p(batch, 0.5), p(batch, 0.99))
+	b.Logf("RSS MiB: agent idle %.1f, with 30 pods %.1f; its containerd idle %.1f, with 30 pods %.1f (shims not counted)",
+		idleAgent, busyAgent, idleContainerd, busyContainerd)
+}
+
+// startPods creates n busybox pods named prefix-<i> at once and returns
+// each one's time from its create call to a watch event showing it Running.
+func startPods(b testing.TB, client kubernetes.Interface, prefix string, n int) []time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	pods := client.CoreV1().Pods("default")
+	w, err := pods.Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	created := map[string]time.Time{}
+	var wg sync.WaitGroup
+	for i := range n {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			_, err := pods.Create(ctx, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"bench": "startup"}},
+				Spec: corev1.PodSpec{TerminationGracePeriodSeconds: new(int64), Containers: []corev1.Container{{
+					Name: "main", Image: images.BusyboxRef, ImagePullPolicy: corev1.PullNever,
+					Command: []string{"sleep", "3600"}}}},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			mu.Lock()
+			created[name] = start
+			mu.Unlock()
+		}()
+	}
+	running := map[string]time.Time{}
+	timeout := time.After(3 * time.Minute)
+	for len(running) < n {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				b.Fatal("the pod watch ended")
+			}
+			p, isPod := ev.Object.(*corev1.Pod)
+			if !isPod || ev.Type == watch.Deleted || !strings.HasPrefix(p.Name, prefix+"-") || p.Status.Phase != corev1.PodRunning {
+				continue
+			}
+			if _, seen := running[p.Name]; !seen {
+				running[p.Name] = time.Now()
+			}
+		case <-timeout:
+			b.Fatalf("only %d of %d pods Running after 3 minutes", len(running), n)
+		}
+	}
+	wg.Wait()
+	var out []time.Duration
+	for name, at := range running {
+		out = append(out, at.Sub(created[name]))
+	}
+	return out
+}
+
+// deletePods deletes the benchmark's pods and waits until they are gone.
+func deletePods(b testing.TB, client kubernetes.Interface) {
+	b.Helper()
+	ctx := context.Background()
+	pods := client.CoreV1().Pods("default")
+	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: new(int64)},
+		metav1.ListOptions{LabelSelector: "bench=startup"}); err != nil {
+		b.Fatal(err)
+	}
+	eventually(b, 2*time.Minute, func() string {
+		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: "bench=startup"})
+		if err != nil || len(list.Items) > 0 {
+			return fmt.Sprintf("pods left: %v", err)
+		}
+		return ""
+	})
+}
+
+// rssMiB is the VmRSS of process pid in MiB.
+func rssMiB(b testing.TB, pid int) float64 {
+	b.Helper()
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return vmRSSMiB(string(data))
+}
+
+// containerdRSSMiB is the VmRSS of the containerd of the agent with
+// dataDir (its shims aside), in MiB; 0 if it is not found.
+func containerdRSSMiB(dataDir string) float64 {
+	for _, p := range processesMentioning(filepath.Join(dataDir, "agent", "etc", "containerd")) {
+		pid, _, _ := strings.Cut(p, ":")
+		data, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
+		if err == nil && strings.Contains(string(data), "Name:\tcontainerd\n") {
+			return vmRSSMiB(string(data))
+		}
+	}
+	return 0
+}
+
+// vmRSSMiB is the VmRSS line of a /proc/<pid>/status, in MiB.
+func vmRSSMiB(status string) float64 {
+	for _, line := range strings.Split(status, "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			return float64(kb) / 1024
+		}
+	}
+	return 0
+}
