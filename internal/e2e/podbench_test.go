@@ -25,7 +25,8 @@ import (
 // create call to the pod's status saying Running, for one pod at a time
 // (ORCH_BENCH_POD_RUNS runs, default 10) and for 30 pods created at once;
 // and the resident memory of the agent process and of its containerd,
-// idle and with the 30 pods running. Run with -benchtime 1x (make bench).
+// idle and with the 30 pods running. Run with -benchtime 1x (make bench);
+// ORCH_BENCH_VERBOSE=1 logs each pod's times to binding and to Running.
 func BenchmarkPodStartup(b *testing.B) {
 	s := StartServer(b)
 	a := StartAgent(b, s, "bench-node")
@@ -105,7 +106,7 @@ func startPods(b testing.TB, client kubernetes.Interface, prefix string, n int) 
 			mu.Unlock()
 		}()
 	}
-	running := map[string]time.Time{}
+	running, bound := map[string]time.Time{}, map[string]time.Time{}
 	timeout := time.After(3 * time.Minute)
 	for len(running) < n {
 		select {
@@ -114,7 +115,13 @@ func startPods(b testing.TB, client kubernetes.Interface, prefix string, n int) 
 				b.Fatal("the pod watch ended")
 			}
 			p, isPod := ev.Object.(*corev1.Pod)
-			if !isPod || ev.Type == watch.Deleted || !strings.HasPrefix(p.Name, prefix+"-") || p.Status.Phase != corev1.PodRunning {
+			if !isPod || ev.Type == watch.Deleted || !strings.HasPrefix(p.Name, prefix+"-") {
+				continue
+			}
+			if _, seen := bound[p.Name]; !seen && p.Spec.NodeName != "" {
+				bound[p.Name] = time.Now()
+			}
+			if p.Status.Phase != corev1.PodRunning {
 				continue
 			}
 			if _, seen := running[p.Name]; !seen {
@@ -128,6 +135,9 @@ func startPods(b testing.TB, client kubernetes.Interface, prefix string, n int) 
 	var out []time.Duration
 	for name, at := range running {
 		out = append(out, at.Sub(created[name]))
+		if os.Getenv("ORCH_BENCH_VERBOSE") != "" {
+			b.Logf("%s: bound after %v, Running after %v", name, bound[name].Sub(created[name]), at.Sub(created[name]))
+		}
 	}
 	return out
 }

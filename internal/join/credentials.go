@@ -121,7 +121,10 @@ func (c *Credentials) RESTConfig() *rest.Config {
 		MaxIdleConnsPerHost: 25,
 		DialContext:         c.dialer.DialContext,
 	})
-	return &rest.Config{Host: c.Server, Transport: transport, UserAgent: "orch-agent/" + c.NodeName}
+	// QPS and Burst are upstream's kubelet defaults (--kube-api-qps 50,
+	// --kube-api-burst 100): client-go's own 5/10 throttles a node that
+	// starts many pods at once.
+	return &rest.Config{Host: c.Server, Transport: transport, UserAgent: "orch-agent/" + c.NodeName, QPS: 50, Burst: 100}
 }
 
 // set replaces the certificates and closes the connections made with the
