@@ -85,6 +85,48 @@ func (w *Workers) doBackOff(pod *corev1.Pod, c *corev1.Container, rs *runtimeapi
 	return false
 }
 
+// pullKey is the back-off key of c's image pulls in pod.
+func pullKey(pod *corev1.Pod, c *corev1.Container) string {
+	return string(pod.UID) + "/pull/" + c.Image
+}
+
+// pullBackingOff is upstream's image pull back-off: after a failed pull of
+// c's image, the next one waits 10 s, doubling to 5 min; meanwhile c waits
+// in ImagePullBackOff (a BackOff event each time) and the pod is requeued
+// for when the back-off ends.
+func (w *Workers) pullBackingOff(pod *corev1.Pod, c *corev1.Container) bool {
+	w.mu.Lock()
+	e := w.backoffs[pullKey(pod, c)]
+	var left time.Duration
+	if e != nil {
+		left = e.backoff - w.now().Sub(e.lastUpdate)
+	}
+	w.mu.Unlock()
+	if left <= 0 {
+		return false
+	}
+	msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+	w.setWaiting(pod, c.Name, "ImagePullBackOff", msg)
+	w.recorder.Event(pod, corev1.EventTypeNormal, "BackOff", msg)
+	if w.queue != nil {
+		w.queue.AddAfter(pod.Namespace+"/"+pod.Name, left)
+	}
+	return true
+}
+
+// pullFailed raises the pull back-off of c's image after a failed pull.
+func (w *Workers) pullFailed(pod *corev1.Pod, c *corev1.Container) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key, now := pullKey(pod, c), w.now()
+	e := w.backoffs[key]
+	if e == nil || expired(now, e.lastUpdate) {
+		w.backoffs[key] = &backOffEntry{backoff: initialBackOff, lastUpdate: now}
+		return
+	}
+	e.backoff, e.lastUpdate = min(2*e.backoff, maxBackOff), now
+}
+
 // forget drops the back-offs and waiting reasons of the pod with uid.
 func (w *Workers) forget(uid string) {
 	w.mu.Lock()

@@ -5,14 +5,20 @@
 // manager.
 //
 // Syncs are level-triggered: a pod's key (namespace/name) goes into a
-// workqueue on every informer event and on every relist tick, and each
-// sync reads the runtime's state afresh (sandboxes and containers found by
-// their io.kubernetes.pod.* labels), so a missed event or an agent restart
-// loses nothing. A live pod gets a sandbox (RunPodSandbox), then its init
-// containers one at a time, in order, each run to completion (a failed one
-// is retried under restartPolicy Always or OnFailure, and fails the pod
-// under Never), then its containers; an image is pulled first when the
-// runtime lacks it.
+// workqueue on every informer event, when a probe result changes, when the
+// runtime's state of the pod changed (relist.go: one ListPodSandbox and one
+// ListContainers a second, diffed against the previous relist, as
+// upstream's PLEG), and for every pod every Resync (10 s). Each sync reads
+// the runtime's state afresh (sandboxes and containers found by their
+// io.kubernetes.pod.* labels), so a missed event or an agent restart loses
+// nothing: running containers are adopted. A live pod gets its volumes
+// (internal/kubelet/volumes), a sandbox (RunPodSandbox, with DNS per
+// dnsPolicy), /etc/hosts, then its init containers one at a time, in
+// order, each run to completion (a failed one is retried under
+// restartPolicy Always or OnFailure, and fails the pod under Never), then
+// its containers, each followed by its postStart hook; an image is pulled
+// first when the runtime lacks it, with upstream's pull back-off
+// (ErrImagePull, then ImagePullBackOff).
 //
 // Restarts follow upstream's computePodActions and container back-off: an
 // exited container is created again (attempt restartCount+1) under
@@ -21,21 +27,29 @@
 // 5 min from the container's exit, the container's status Waiting with
 // reason CrashLoopBackOff meanwhile, a BackOff event, and the pod requeued
 // for when the back-off ends; a container that ran for 10 min starts over
-// at once. The back-off is kept in memory (an agent restart forgets it, as
-// upstream's). When a new attempt is created the attempts before the last
-// exited one are removed: the runtime keeps one exited container per
-// container, for lastState (and logs --previous).
+// at once. A container whose liveness or startup probe failed
+// (internal/kubelet/prober) is stopped and restarts the same way;
+// readiness and startup results go into the status. The back-off is kept
+// in memory (an agent restart forgets it, as upstream's). When a new
+// attempt is created the attempts before the last exited one are removed:
+// the runtime keeps one exited container per container, for lastState
+// (with the termination message) and logs --previous.
 //
-// A pod being deleted has its containers stopped
-// within its grace period, its sandboxes stopped and removed, and its
-// object deleted (grace 0, UID precondition). A pod that finished
-// (Succeeded or Failed) has its sandbox stopped and keeps its final status.
-// Sandboxes of pods that are gone from the API are stopped and removed.
+// A pod being deleted has its containers stopped, all at once, each after
+// its preStop hook and within what is left of the grace period, its
+// sandboxes stopped and removed, its volumes torn down, and its object
+// deleted (grace 0, UID precondition). A pod that finished (Succeeded or
+// Failed) has its sandbox stopped and its volumes torn down and keeps its
+// final status. Sandboxes of pods that are gone from the API are stopped
+// and removed, and pod directories nobody has are removed.
+//
+// Static pods (StaticPodDir, internal/kubelet/staticpods) run from their
+// files; their status goes to their mirror pods in the API.
 //
 // Not yet done: sidecars (restartable init containers: a pod with any is
 // not started; its status says why), a dead sandbox is not replaced,
-// probes (a running container is ready), volumes, DNS configuration (the
-// sandbox gets none, so the runtime's default resolv.conf applies), hooks.
+// ephemeral containers, resize, eviction (emptyDir sizeLimit, node
+// pressure).
 //
 //	w := pods.New(client, podconfig.Node{Name: "node-1", HostIPs: ips}, runtime, log)
 //	err := w.Start(ctx) // blocks until ctx ends

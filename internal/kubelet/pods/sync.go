@@ -26,6 +26,9 @@ import (
 
 var everything = labels.Everything()
 
+// errPullBackOff says an image pull waits for its back-off.
+var errPullBackOff = errors.New("back-off pulling the image")
+
 // minGracePeriod is upstream's minimumGracePeriodInSeconds: a container
 // always gets this long to stop.
 const minGracePeriod = 2
@@ -302,6 +305,9 @@ func (w *Workers) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 		}
 	}
 	img, err := w.ensureImage(ctx, pod, c, sbConfig)
+	if errors.Is(err, errPullBackOff) {
+		return nil // requeued for when the back-off ends
+	}
 	if err != nil {
 		return err
 	}
@@ -384,11 +390,16 @@ func (w *Workers) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 		w.recorder.Event(pod, corev1.EventTypeWarning, "ErrImageNeverPull", msg)
 		return nil, errors.New(msg)
 	}
+	if w.pullBackingOff(pod, c) {
+		return nil, errPullBackOff
+	}
 	w.recorder.Eventf(pod, corev1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
 	start := time.Now()
 	if _, err := w.runtime.PullImage(ctx, spec, nil, sbConfig); err != nil {
+		w.pullFailed(pod, c)
 		w.setWaiting(pod, c.Name, "ErrImagePull", err.Error())
 		w.recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
+		w.recorder.Event(pod, corev1.EventTypeWarning, "Failed", "Error: ErrImagePull")
 		return nil, err
 	}
 	w.recorder.Eventf(pod, corev1.EventTypeNormal, "Pulled", "Successfully pulled image %q in %s", c.Image, time.Since(start).Round(time.Millisecond))

@@ -250,6 +250,17 @@ func TestSyncPullFailureWaits(t *testing.T) {
 	if st.Phase != corev1.PodPending || w == nil || w.Reason != "ErrImagePull" || !strings.Contains(w.Message, "registry unreachable") {
 		t.Fatalf("status %+v", st)
 	}
+	// Within the 10 s back-off no pull is tried: ImagePullBackOff.
+	now := h.w.Now()
+	h.w.Now = func() time.Time { return now.Add(9 * time.Second) }
+	if err := h.sync("p"); err != nil {
+		t.Fatal(err) // not an error: the pod is requeued for when the back-off ends
+	}
+	w = h.pod("p").Status.ContainerStatuses[0].State.Waiting
+	if w == nil || w.Reason != "ImagePullBackOff" || w.Message != `Back-off pulling image "busybox"` || h.called("PullImage") != 1 {
+		t.Fatalf("waiting %+v after %d pulls, want ImagePullBackOff and no new pull", w, h.called("PullImage"))
+	}
+	h.w.Now = func() time.Time { return now.Add(11 * time.Second) }
 	if err := h.sync("p"); err != nil {
 		t.Fatal(err)
 	}
@@ -347,5 +358,42 @@ func TestSyncRemovesSandboxesOfGonePods(t *testing.T) {
 	sbs, _ := h.rt.ListPodSandbox(context.Background(), nil)
 	if len(sbs) != 1 || sbs[0].Labels[podconfig.LabelPodUID] != "uid-new" {
 		t.Errorf("sandboxes %v", sbs)
+	}
+}
+
+// TestPostStartHook: a postStart exec hook runs in the started container;
+// when it fails (non-zero exit) the container is stopped and the
+// FailedPostStartHook event says so without the hook's output.
+func TestPostStartHook(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		exitCode int32
+		stopped  int
+	}{{"succeeds", 0, 0}, {"fails", 3, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := testPod("p", corev1.RestartPolicyAlways)
+			p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{
+				Exec: &corev1.ExecAction{Command: []string{"touch", "/started"}}}}
+			h := newHarness(t, p)
+			var ran []string
+			h.rt.ExecFunc = func(id string, cmd []string) ([]byte, []byte, int32, error) {
+				ran = append(ran, strings.Join(cmd, " "))
+				return nil, []byte("secret output"), tc.exitCode, nil
+			}
+			err := h.sync("p")
+			if (err != nil) != (tc.exitCode != 0) {
+				t.Fatalf("sync = %v", err)
+			}
+			if len(ran) != 1 || ran[0] != "touch /started" {
+				t.Errorf("hooks run: %q", ran)
+			}
+			if n := h.called("StopContainer"); n != tc.stopped {
+				t.Errorf("StopContainer called %d times, want %d", n, tc.stopped)
+			}
+			events := strings.Join(h.drainEvents(), "\n")
+			if tc.exitCode != 0 && (!strings.Contains(events, "Warning FailedPostStartHook PostStartHook failed") || strings.Contains(events, "secret output")) {
+				t.Errorf("events:\n%s", events)
+			}
+		})
 	}
 }
