@@ -174,6 +174,12 @@ func (c *Cache) progress(revision int64) {
 	}
 }
 
+// freshnessTimeout bounds how long a read waits for the cache to reach the
+// revision it asks for. Upstream waits 3 s; on a loaded two-core node
+// etcd's progress notices can take longer, and a slow answer beats a
+// failed one.
+const freshnessTimeout = 10 * time.Second
+
 // waitLocked waits until the cache has applied revision (or ctx ends). A
 // quiet prefix sees no events, so while waiting it asks the store for
 // progress notices every 50ms.
@@ -213,7 +219,7 @@ func (c *Cache) requestProgress(ctx context.Context, stop <-chan struct{}) {
 // reached minRevision (0: as soon as it is filled), sorted by key, and the
 // revision it reflects.
 func (c *Cache) List(ctx context.Context, minRevision int64, prefix string) ([]Object, int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, freshnessTimeout)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { c.mu.Lock(); c.changed.Broadcast(); c.mu.Unlock() })
 	defer stop()
@@ -273,7 +279,7 @@ type WatchOptions struct {
 // Watch streams events from the cache until ctx ends or the watcher falls
 // behind. A revision older than the cache's history gets ErrCompacted.
 func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (<-chan CachedEvent, error) {
-	waitCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	waitCtx, cancel := context.WithTimeout(ctx, freshnessTimeout)
 	defer cancel()
 	stop := context.AfterFunc(waitCtx, func() { c.mu.Lock(); c.changed.Broadcast(); c.mu.Unlock() })
 	defer stop()
