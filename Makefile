@@ -35,9 +35,12 @@ deps:
 	bash scripts/test-deps.sh
 
 # make test: every test (unit, integration on real etcd, end to end with the
-# real kubectl), with the race detector.
+# real kubectl), with the race detector. The end-to-end tests run real
+# servers, agents and containers: they go last, alone, so that the
+# integration tests' timing does not compete with them on two cores.
 test: deps build
-	ORCH_BIN=$(CURDIR)/$(BIN) $(GO) test -race -timeout 20m -count=1 ./...
+	ORCH_BIN=$(CURDIR)/$(BIN) $(GO) test -race -timeout 20m -count=1 $$($(GO) list ./... | grep -v '/internal/e2e')
+	ORCH_BIN=$(CURDIR)/$(BIN) $(GO) test -race -timeout 25m -count=1 ./internal/e2e/...
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -6,9 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -195,37 +193,7 @@ func TestPortForwardAndNodeProxyThroughTheApiserver(t *testing.T) {
 		"spdy":      spdy.NewDialer(upgrader, &http.Client{Transport: transport}, "POST", u),
 		"websocket": wsDialer,
 	} {
-		t.Run(name, func(t *testing.T) {
-			stop, ready := make(chan struct{}), make(chan struct{})
-			var log bytes.Buffer
-			pf, err := portforward.NewOnAddresses(d, []string{"127.0.0.1"}, []string{"0:80"}, stop, ready, &log, &log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			errc := make(chan error, 1)
-			go func() { errc <- pf.ForwardPorts() }()
-			select {
-			case <-ready:
-			case err := <-errc:
-				t.Fatalf("ForwardPorts: %v", err)
-			case <-time.After(20 * time.Second):
-				t.Fatal("not ready")
-			}
-			ports, _ := pf.GetPorts()
-			conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[0].Local))
-			if err != nil {
-				t.Fatal(err)
-			}
-			conn.SetDeadline(time.Now().Add(20 * time.Second))
-			fmt.Fprintf(conn, "ping\n")
-			line, err := bufio.NewReader(conn).ReadString('\n')
-			conn.Close()
-			close(stop)
-			<-errc
-			if err != nil || line != "ping\n" {
-				t.Fatalf("echo: %q %v (%s)", line, err, log.String())
-			}
-		})
+		t.Run(name, func(t *testing.T) { servertest.PortForwardEcho(t, d, 80) })
 	}
 
 	raw, err := c.client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes/node-1/proxy/healthz").DoRaw(context.Background())

@@ -6,9 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -276,36 +274,6 @@ func TestPortForward(t *testing.T) {
 		"websocket": wsDialer,
 	}
 	for name, d := range dialers {
-		t.Run(name, func(t *testing.T) {
-			stop, ready := make(chan struct{}), make(chan struct{})
-			var out bytes.Buffer
-			pf, err := portforward.NewOnAddresses(d, []string{"127.0.0.1"}, []string{"0:8080"}, stop, ready, &out, &out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			errc := make(chan error, 1)
-			go func() { errc <- pf.ForwardPorts() }()
-			select {
-			case <-ready:
-			case err := <-errc:
-				t.Fatalf("ForwardPorts: %v", err)
-			case <-time.After(20 * time.Second):
-				t.Fatal("port forward not ready")
-			}
-			ports, _ := pf.GetPorts()
-			conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[0].Local))
-			if err != nil {
-				t.Fatal(err)
-			}
-			conn.SetDeadline(time.Now().Add(20 * time.Second))
-			fmt.Fprintf(conn, "ping\n")
-			line, err := bufio.NewReader(conn).ReadString('\n')
-			conn.Close()
-			close(stop)
-			<-errc
-			if err != nil || line != "ping\n" {
-				t.Fatalf("echo through the forward: %q, %v (%s)", line, err, out.String())
-			}
-		})
+		t.Run(name, func(t *testing.T) { servertest.PortForwardEcho(t, d, 8080) })
 	}
 }
