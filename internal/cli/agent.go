@@ -20,23 +20,31 @@ func agentCommand() *cli.Command {
 }
 
 func agentFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		configFlag(),
 		&cli.StringFlag{Name: "server", Aliases: []string{"s"}, Usage: "URL of an orch server, e.g. https://10.0.0.1:6443 (required)"},
 		&cli.StringFlag{Name: "token", Aliases: []string{"t"}, Usage: "join token (the server's data-dir/server/token)"},
 		&cli.StringFlag{Name: "token-file", Usage: "file holding the join token (used when --token is not given)"},
 		&cli.StringFlag{Name: "data-dir", Value: agent.DefaultDataDir, Usage: "where orch keeps its state"},
-		&cli.StringFlag{Name: "node-name", Usage: "name of this node (default: the hostname, lowercased)"},
 		&cli.StringSliceFlag{Name: "node-ip", Usage: "IP addresses of this node, repeated or comma-separated (default: the host's first non-loopback IPv4 address)"},
+		&cli.BoolFlag{Name: "debug", Usage: "log at debug level"},
+	}, nodeFlags()...)
+}
+
+// nodeFlags configure the node's agent; `orch server` has them too, for
+// the agent it runs.
+func nodeFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "node-name", Usage: "name of this node (default: the hostname, lowercased)"},
 		&cli.StringSliceFlag{Name: "node-label", Usage: "label key=value of this node (repeatable)"},
 		&cli.StringSliceFlag{Name: "node-taint", Usage: "taint key=value:Effect set when the node registers (repeatable; Effect is NoSchedule, PreferNoSchedule or NoExecute)"},
 		&cli.StringFlag{Name: "container-runtime-endpoint", Usage: "CRI socket of a running container runtime (default: orch starts and supervises containerd)"},
 		&cli.IntFlag{Name: "kubelet-port", Value: agent.DefaultKubeletPort, Usage: "port of the kubelet API (logs, exec, port-forward)"},
-		&cli.BoolFlag{Name: "debug", Usage: "log at debug level"},
 	}
 }
 
-// agentConfig turns the flags into an agent.Config.
+// agentConfig turns the flags into an agent.Config (for `orch server`,
+// whose command has no --server or --token, those stay empty).
 func agentConfig(c *cli.Context) (agent.Config, error) {
 	labels, err := node.ParseLabels(c.StringSlice("node-label"))
 	if err != nil {

@@ -7,8 +7,6 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/klog/v2"
 
-	"orch/internal/agent"
-	"orch/internal/kubelet/node"
 	"orch/internal/server"
 )
 
@@ -23,7 +21,7 @@ func serverCommand() *cli.Command {
 }
 
 func serverFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		configFlag(),
 		&cli.StringFlag{Name: "data-dir", Value: "/var/lib/orch", Usage: "where orch keeps its state"},
 		&cli.StringFlag{Name: "write-kubeconfig", Value: defaultKubeconfig, Usage: "where to write the admin kubeconfig"},
@@ -38,15 +36,10 @@ func serverFlags() []cli.Flag {
 		&cli.StringFlag{Name: "cluster-dns", Value: "10.43.0.10", Usage: "cluster DNS service IP"},
 		&cli.StringFlag{Name: "cluster-domain", Value: "cluster.local", Usage: "cluster DNS domain"},
 		&cli.BoolFlag{Name: "disable-agent", Usage: "run the control plane only (no agent, so no pods, on this node)"},
-		&cli.StringFlag{Name: "node-name", Usage: "name of this node (default: the hostname, lowercased)"},
-		&cli.StringSliceFlag{Name: "node-label", Usage: "label key=value of this node (repeatable)"},
-		&cli.StringSliceFlag{Name: "node-taint", Usage: "taint key=value:Effect set when the node registers (repeatable)"},
-		&cli.StringFlag{Name: "container-runtime-endpoint", Usage: "CRI socket of a running container runtime (default: orch starts and supervises containerd)"},
-		&cli.IntFlag{Name: "kubelet-port", Value: agent.DefaultKubeletPort, Usage: "port of the agent's kubelet API (logs, exec, port-forward)"},
 		&cli.IntFlag{Name: "etcd-client-port", Value: 2379, Usage: "loopback port of the embedded etcd's clients"},
 		&cli.IntFlag{Name: "etcd-peer-port", Value: 2380, Usage: "loopback port of the embedded etcd's peers"},
 		&cli.BoolFlag{Name: "debug", Usage: "log at debug level"},
-	}
+	}, nodeFlags()...)
 }
 
 func runServer(c *cli.Context) error {
@@ -54,35 +47,27 @@ func runServer(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	labels, err := node.ParseLabels(c.StringSlice("node-label"))
-	if err != nil {
-		return err
-	}
-	taints, err := node.ParseTaints(c.StringSlice("node-taint"))
+	ownAgent, err := agentConfig(c)
 	if err != nil {
 		return err
 	}
 	cfg := server.Config{
-		DataDir:                  c.String("data-dir"),
-		WriteKubeconfig:          c.String("write-kubeconfig"),
-		WriteKubeconfigMode:      mode,
-		HTTPSPort:                c.Int("https-listen-port"),
-		BindAddress:              c.String("bind-address"),
-		AdvertiseAddress:         c.String("advertise-address"),
-		NodeIPs:                  splitList(c.StringSlice("node-ip")),
-		TLSSANs:                  splitList(c.StringSlice("tls-san")),
-		ClusterCIDR:              c.String("cluster-cidr"),
-		ServiceCIDR:              c.String("service-cidr"),
-		ClusterDNS:               c.String("cluster-dns"),
-		ClusterDomain:            c.String("cluster-domain"),
-		DisableAgent:             c.Bool("disable-agent"),
-		NodeName:                 c.String("node-name"),
-		NodeLabels:               labels,
-		NodeTaints:               taints,
-		ContainerRuntimeEndpoint: c.String("container-runtime-endpoint"),
-		KubeletPort:              c.Int("kubelet-port"),
-		EtcdClientPort:           c.Int("etcd-client-port"),
-		EtcdPeerPort:             c.Int("etcd-peer-port"),
+		DataDir:             c.String("data-dir"),
+		WriteKubeconfig:     c.String("write-kubeconfig"),
+		WriteKubeconfigMode: mode,
+		HTTPSPort:           c.Int("https-listen-port"),
+		BindAddress:         c.String("bind-address"),
+		AdvertiseAddress:    c.String("advertise-address"),
+		NodeIPs:             splitList(c.StringSlice("node-ip")),
+		TLSSANs:             splitList(c.StringSlice("tls-san")),
+		ClusterCIDR:         c.String("cluster-cidr"),
+		ServiceCIDR:         c.String("service-cidr"),
+		ClusterDNS:          c.String("cluster-dns"),
+		ClusterDomain:       c.String("cluster-domain"),
+		DisableAgent:        c.Bool("disable-agent"),
+		Agent:               ownAgent,
+		EtcdClientPort:      c.Int("etcd-client-port"),
+		EtcdPeerPort:        c.Int("etcd-peer-port"),
 	}
 	return server.Run(c.Context, cfg, newLogger(c.Bool("debug")))
 }

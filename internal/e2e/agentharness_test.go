@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -152,16 +151,7 @@ func requireRuntime(t testing.TB) {
 // dataDir imports images from.
 func writeBusyboxImage(t testing.TB, dataDir string) {
 	t.Helper()
-	dir := filepath.Join(dataDir, "agent", "images")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(filepath.Join(dir, "busybox.tar"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := images.WriteBusybox(f, "/bin/busybox", runtime.GOARCH); err != nil {
+	if err := images.WriteBusyboxFile(filepath.Join(dataDir, "agent", "images", "busybox.tar")); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -174,11 +164,9 @@ func cleanUpRuntime(t testing.TB, dataDir string) {
 	state := agent.ContainerdState(dataDir)
 	for _, p := range processesMentioning(state) {
 		pid, _, _ := strings.Cut(p, ":")
-		var n int
-		for _, c := range pid {
-			n = n*10 + int(c-'0')
+		if n, err := strconv.Atoi(pid); err == nil {
+			syscall.Kill(n, syscall.SIGKILL)
 		}
-		syscall.Kill(n, syscall.SIGKILL)
 	}
 	time.Sleep(200 * time.Millisecond) // the killed shims' children go with them
 	data, _ := os.ReadFile("/proc/self/mountinfo")

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
+	"orch/internal/e2e/bench"
 	"orch/internal/kubelet/images"
 )
 
@@ -163,11 +164,11 @@ func deletePods(b testing.TB, client kubernetes.Interface) {
 // rssMiB is the VmRSS of process pid in MiB.
 func rssMiB(b testing.TB, pid int) float64 {
 	b.Helper()
-	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	m, err := bench.ReadMemory(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return vmRSSMiB(string(data))
+	return float64(m.RSS) / (1 << 20)
 }
 
 // containerdRSSMiB is the VmRSS of the containerd of the agent with
@@ -175,20 +176,13 @@ func rssMiB(b testing.TB, pid int) float64 {
 func containerdRSSMiB(dataDir string) float64 {
 	for _, p := range processesMentioning(filepath.Join(dataDir, "agent", "etc", "containerd")) {
 		pid, _, _ := strings.Cut(p, ":")
-		data, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
-		if err == nil && strings.Contains(string(data), "Name:\tcontainerd\n") {
-			return vmRSSMiB(string(data))
+		comm, _ := os.ReadFile(filepath.Join("/proc", pid, "comm"))
+		n, err := strconv.Atoi(pid)
+		if err != nil || strings.TrimSpace(string(comm)) != "containerd" {
+			continue
 		}
-	}
-	return 0
-}
-
-// vmRSSMiB is the VmRSS line of a /proc/<pid>/status, in MiB.
-func vmRSSMiB(status string) float64 {
-	for _, line := range strings.Split(status, "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
-			return float64(kb) / 1024
+		if m, err := bench.ReadMemory(n); err == nil {
+			return float64(m.RSS) / (1 << 20)
 		}
 	}
 	return 0

@@ -99,7 +99,7 @@ echo "cafile=$(grep -c 'BEGIN CERTIFICATE' /var/run/secrets/kubernetes.io/servic
 echo "memfs=$(grep ' /mem ' /proc/mounts | cut -d' ' -f3)"
 echo scratch-ok > /scratch/f; echo "scratch=$(cat /scratch/f)"
 echo "hosts=$(grep -c envvol /etc/hosts)"; echo "search=$(grep '^search' /etc/resolv.conf)"
-echo "workdir=$(pwd)"
+echo "workdir=$(pwd)"; echo "KUBERNETES_SERVICE_HOST=$KUBERNETES_SERVICE_HOST"
 } > /dev/termination-log`
 	extra := fmt.Sprintf(`    workingDir: /scratch
     resources: {limits: {memory: 64Mi, cpu: 500m}}
@@ -146,7 +146,7 @@ echo "workdir=$(pwd)"
 		"PLAIN": "plain-value", "COLOR": "blue", "PASSWORD": "s3cret", "MY_NODE": "e2e-server", "MY_IP": p.Status.PodIP,
 		"MEM_LIMIT": "64", "CM_greeting": "hello-cm", "cm": "hello-cm", "sec": "s3cret", "labels": `app="envvol"`,
 		"host": "from-the-host", "token": "yes", "ns": "default", "cafile": "1", "memfs": "tmpfs", "scratch": "scratch-ok",
-		"hosts": "1", "search": "search default.svc.cluster.local svc.cluster.local cluster.local", "workdir": "/scratch",
+		"hosts": "1", "search": "search default.svc.cluster.local svc.cluster.local cluster.local", "workdir": "/scratch", "KUBERNETES_SERVICE_HOST": "10.43.0.1",
 	}
 	for k, v := range want {
 		if got[k] != v && !(k == "search" && strings.HasPrefix(got[k], v)) {

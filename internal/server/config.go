@@ -10,8 +10,6 @@ import (
 	"os"
 	"path/filepath"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"orch/internal/agent"
 	"orch/internal/network"
 )
@@ -33,14 +31,10 @@ type Config struct {
 	// DisableAgent runs the control plane only; otherwise the server runs
 	// an agent on its own node, configured by the Agent* fields.
 	DisableAgent bool
-	// NodeName, NodeLabels, NodeTaints and ContainerRuntimeEndpoint are
-	// the agent's --node-name, --node-label, --node-taint and
-	// --container-runtime-endpoint.
-	NodeName                 string
-	NodeLabels               map[string]string
-	NodeTaints               []corev1.Taint
-	ContainerRuntimeEndpoint string
-	KubeletPort              int
+	// Agent is the server's own agent as `orch agent` flags would give
+	// it (node name, labels, taints, runtime endpoint, kubelet port); the
+	// server fills in the rest (see agentConfig).
+	Agent agent.Config
 	// EtcdClientPort and EtcdPeerPort listen on loopback (2379 and 2380).
 	EtcdClientPort int
 	EtcdPeerPort   int
@@ -51,12 +45,11 @@ type Config struct {
 // agentConfig is the server's own agent: it joins through loopback url
 // with token, and its Node carries the control-plane role labels.
 func (p parsed) agentConfig(url, token string) agent.Config {
-	labels := map[string]string{"node-role.kubernetes.io/control-plane": "true", "node-role.kubernetes.io/master": "true"}
-	maps.Copy(labels, p.NodeLabels)
-	return agent.Config{
-		Server: url, Token: token, DataDir: p.DataDir, NodeName: p.NodeName, NodeIPs: p.Config.NodeIPs,
-		Labels: labels, Taints: p.NodeTaints, ContainerRuntimeEndpoint: p.ContainerRuntimeEndpoint, KubeletPort: p.KubeletPort,
-	}
+	a := p.Agent
+	a.Server, a.Token, a.TokenFile, a.DataDir, a.NodeIPs = url, token, "", p.DataDir, p.Config.NodeIPs
+	a.Labels = map[string]string{"node-role.kubernetes.io/control-plane": "true", "node-role.kubernetes.io/master": "true"}
+	maps.Copy(a.Labels, p.Agent.Labels)
+	return a
 }
 
 // paths under the data directory.

@@ -7,8 +7,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime"
 
 	"orch/internal/kubelet/images"
 )
@@ -24,25 +22,8 @@ func run(args []string) error {
 	if len(args) != 1 {
 		return fmt.Errorf("usage: busybox-image FILE.tar (e.g. /var/lib/orch/agent/images/busybox.tar)")
 	}
-	if err := os.MkdirAll(filepath.Dir(args[0]), 0o755); err != nil {
-		return err
-	}
-	tmp := args[0] + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if err := images.WriteBusybox(f, "/bin/busybox", runtime.GOARCH); err != nil {
-		f.Close()
-		os.Remove(tmp)
+	if err := images.WriteBusyboxFile(args[0]); err != nil {
 		return fmt.Errorf("%w (install Debian's busybox-static: apt-get install busybox-static)", err)
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	// A rename, so the agent never imports a half-written archive.
-	if err := os.Rename(tmp, args[0]); err != nil {
-		return err
 	}
 	fmt.Printf("wrote %s (%s)\n", args[0], images.BusyboxRef)
 	return nil

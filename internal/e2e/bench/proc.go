@@ -129,21 +129,21 @@ func waitReadyz(url string, start time.Time, timeout time.Duration, procs ...*pr
 	return 0, fmt.Errorf("%s/readyz not ok after %s", url, timeout)
 }
 
-// memory is a process's resident memory in bytes, from /proc/PID/status.
-type memory struct{ RSS, Anon, File int64 }
+// Memory is a process's resident memory in bytes, from /proc/PID/status.
+type Memory struct{ RSS, Anon, File int64 }
 
-func (m memory) add(o memory) memory {
-	return memory{m.RSS + o.RSS, m.Anon + o.Anon, m.File + o.File}
+func (m Memory) add(o Memory) Memory {
+	return Memory{m.RSS + o.RSS, m.Anon + o.Anon, m.File + o.File}
 }
 
-// readMemory reads VmRSS, RssAnon and RssFile (+RssShmem) of pid.
-func readMemory(pid int) (memory, error) {
+// ReadMemory reads VmRSS, RssAnon and RssFile (+RssShmem) of pid.
+func ReadMemory(pid int) (Memory, error) {
 	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return memory{}, err
+		return Memory{}, err
 	}
 	defer f.Close()
-	var m memory
+	var m Memory
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
@@ -164,10 +164,10 @@ func readMemory(pid int) (memory, error) {
 }
 
 // memoryOf sums the memory of procs.
-func memoryOf(procs []*proc) memory {
-	var total memory
+func memoryOf(procs []*proc) Memory {
+	var total Memory
 	for _, p := range procs {
-		m, _ := readMemory(p.pid())
+		m, _ := ReadMemory(p.pid())
 		total = total.add(m)
 	}
 	return total
@@ -176,7 +176,7 @@ func memoryOf(procs []*proc) memory {
 // sampler records the peak memory of procs, sampled every 50ms until stopped.
 type sampler struct {
 	mu     sync.Mutex
-	peak   memory // each field is its own peak
+	peak   Memory // each field is its own peak
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -191,7 +191,7 @@ func startSampler(procs []*proc) *sampler {
 		for {
 			m := memoryOf(procs)
 			s.mu.Lock()
-			s.peak = memory{max(s.peak.RSS, m.RSS), max(s.peak.Anon, m.Anon), max(s.peak.File, m.File)}
+			s.peak = Memory{max(s.peak.RSS, m.RSS), max(s.peak.Anon, m.Anon), max(s.peak.File, m.File)}
 			s.mu.Unlock()
 			select {
 			case <-ctx.Done():
@@ -204,7 +204,7 @@ func startSampler(procs []*proc) *sampler {
 }
 
 // stop ends sampling and returns the peaks.
-func (s *sampler) stop() memory {
+func (s *sampler) stop() Memory {
 	s.cancel()
 	<-s.done
 	s.mu.Lock()

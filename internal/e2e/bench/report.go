@@ -24,7 +24,7 @@ func (p phase) key() string { return fmt.Sprintf("%s/%s/%d", p.workload, p.forma
 // memRow is the memory of one process (or the sum of a target's processes).
 type memRow struct {
 	name                       string
-	idleStart, peak, idleAfter memory
+	idleStart, peak, idleAfter Memory
 }
 
 // report is everything measured on one kind of server.
@@ -128,7 +128,7 @@ func printReports(w io.Writer, phases []phase, reports []*report) {
 	}
 }
 
-func memFigure(m memory) string {
+func memFigure(m Memory) string {
 	return fmt.Sprintf("%.0f / %.0f / %.0f", mib(m.RSS), mib(m.Anon), mib(m.File))
 }
 
@@ -151,7 +151,7 @@ func (r *report) metrics() map[string]float64 {
 		out["start/restart_s"] = median(slices.Sorted(slices.Values(r.restart))).Seconds()
 	}
 	for _, m := range r.mem {
-		for when, v := range map[string]memory{"idle_start": m.idleStart, "peak": m.peak, "idle_after": m.idleAfter} {
+		for when, v := range map[string]Memory{"idle_start": m.idleStart, "peak": m.peak, "idle_after": m.idleAfter} {
 			out["mem/"+m.name+"/"+when+"/rss_mib"] = mib(v.RSS)
 			out["mem/"+m.name+"/"+when+"/anon_mib"] = mib(v.Anon)
 			out["mem/"+m.name+"/"+when+"/file_mib"] = mib(v.File)

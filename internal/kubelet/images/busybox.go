@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 )
 
@@ -41,4 +43,27 @@ func WriteBusybox(w io.Writer, busyboxPath, arch string) error {
 		Cmd:  []string{"sh"},
 		Env:  []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 	})
+}
+
+// WriteBusyboxFile writes BusyboxRef, built from this machine's
+// /bin/busybox, to the archive path (its directory made if missing),
+// through a temporary file and a rename, so that an agent watching the
+// directory never imports half an archive.
+func WriteBusyboxFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".busybox-*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := WriteBusybox(f, "/bin/busybox", runtime.GOARCH); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }

@@ -5,14 +5,20 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
+	listerscorev1 "k8s.io/client-go/listers/core/v1"
 
 	"orch/internal/kubelet/podconfig"
 )
 
-// envSource reads what containers' environments refer to straight from
-// the API (no cache yet).
-type envSource struct{ client kubernetes.Interface }
+// envSource reads the ConfigMaps and Secrets containers' environments
+// refer to from the API, and the Services (for the service link variables
+// of every container) from an informer's cache, as upstream's kubelet.
+type envSource struct {
+	client   kubernetes.Interface
+	services listerscorev1.ServiceLister
+}
 
 var _ podconfig.EnvSource = envSource{}
 
@@ -25,13 +31,5 @@ func (s envSource) Secret(namespace, name string) (*corev1.Secret, error) {
 }
 
 func (s envSource) Services() ([]*corev1.Service, error) {
-	list, err := s.client.CoreV1().Services("").List(context.TODO(), metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*corev1.Service, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
-	return out, nil
+	return s.services.List(labels.Everything())
 }

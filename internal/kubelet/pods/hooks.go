@@ -9,10 +9,12 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"orch/internal/kubelet/prober"
 )
 
 // hookTimeout bounds a postStart hook (upstream gives exec hooks no
@@ -28,7 +30,7 @@ func (w *Workers) runHook(ctx context.Context, pod *corev1.Pod, c *corev1.Contai
 	case h.Exec != nil:
 		stdout, stderr, code, err := w.runtime.ExecSync(ctx, id, h.Exec.Command, hookTimeout)
 		if err == nil && code != 0 {
-			err = fmt.Errorf("command '%s' exited with %d: %s", joinArgs(h.Exec.Command), code, stderr)
+			err = fmt.Errorf("command '%s' exited with %d: %s", strings.Join(h.Exec.Command, " "), code, stderr)
 		}
 		if err != nil {
 			return fmt.Errorf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %v, message: %q",
@@ -49,17 +51,6 @@ func (w *Workers) runHook(ctx context.Context, pod *corev1.Pod, c *corev1.Contai
 	return nil
 }
 
-func joinArgs(args []string) string {
-	s := ""
-	for i, a := range args {
-		if i > 0 {
-			s += " "
-		}
-		s += a
-	}
-	return s
-}
-
 // httpHook GETs the hook's URL; any answer is success, as upstream.
 func httpHook(ctx context.Context, c *corev1.Container, get *corev1.HTTPGetAction, podIP string) error {
 	host := get.Host
@@ -69,7 +60,7 @@ func httpHook(ctx context.Context, c *corev1.Container, get *corev1.HTTPGetActio
 	if host == "" {
 		return fmt.Errorf("the pod has no IP yet")
 	}
-	port, err := resolvePort(get.Port, c)
+	port, err := prober.ResolvePort(get.Port, c)
 	if err != nil {
 		return err
 	}
@@ -103,20 +94,4 @@ func httpHook(ctx context.Context, c *corev1.Container, get *corev1.HTTPGetActio
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 10*1024))
 	return resp.Body.Close()
-}
-
-// resolvePort turns a port number or a name of one of c's ports into a number.
-func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
-	if p.Type == intstr.Int {
-		return p.IntValue(), nil
-	}
-	for _, cp := range c.Ports {
-		if cp.Name == p.StrVal {
-			return int(cp.ContainerPort), nil
-		}
-	}
-	if n, err := strconv.Atoi(p.StrVal); err == nil {
-		return n, nil
-	}
-	return 0, fmt.Errorf("couldn't find port: %v in %v", p, c)
 }

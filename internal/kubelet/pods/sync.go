@@ -324,7 +324,7 @@ func (w *Workers) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	cfg, err := podconfig.ContainerConfig(pod, c, w.node, podconfig.Container{
 		RestartCount: attempt, ImageRef: img.Id, ImageUID: imageUID, ImageUsername: username, PodIPs: podIPs,
 		Volumes: vols, TerminationLogPath: termLog, EtcHostsPath: etcHosts,
-	}, envSource{w.client})
+	}, envSource{w.client, w.services})
 	if err != nil {
 		w.setWaiting(pod, c.Name, "CreateContainerConfigError", err.Error())
 		w.recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)

@@ -53,6 +53,7 @@ func newHarness(t *testing.T, pods ...*corev1.Pod) *harness {
 		indexer.Add(p)
 	}
 	w.lister = listerscorev1.NewPodLister(indexer)
+	w.services = listerscorev1.NewServiceLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}))
 	events := record.NewFakeRecorder(100)
 	w.setUp(events)
 	t.Cleanup(w.probes.Close)

@@ -92,6 +92,7 @@ type Workers struct {
 	log      *slog.Logger
 	recorder record.EventRecorder
 	lister   listerscorev1.PodLister
+	services listerscorev1.ServiceLister // every Service, for containers' service links
 	queue    workqueue.TypedRateLimitingInterface[string]
 	probes   *prober.Manager
 	volumes  *volumes.Manager
@@ -161,10 +162,15 @@ func (w *Workers) Start(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("watch the pods of node %q: %w", w.node.Name, err)
 	}
+	services := informers.NewSharedInformerFactory(w.client, 0)
+	w.services = services.Core().V1().Services().Lister()
+	servicesSynced := services.Core().V1().Services().Informer().HasSynced
 	factory.Start(ctx.Done())
+	services.Start(ctx.Done())
 	defer factory.Shutdown()
+	defer services.Shutdown()
 	defer w.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), informer.Informer().HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), informer.Informer().HasSynced, servicesSynced) {
 		return ctx.Err()
 	}
 	if w.StaticPodDir != "" {

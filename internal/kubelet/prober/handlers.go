@@ -57,7 +57,7 @@ func (m *Manager) runOnce(ctx context.Context, p *corev1.Probe, t target) (outco
 		}
 		return m.http.probe(req, timeout)
 	case p.TCPSocket != nil:
-		port, err := resolvePort(p.TCPSocket.Port, t.container)
+		port, err := ResolvePort(p.TCPSocket.Port, t.container)
 		if err != nil {
 			return outcomeUnknown, "", err
 		}
@@ -113,9 +113,9 @@ func execOutcome(cmd []string, timeout time.Duration, stdout, stderr []byte, cod
 	return outcomeSuccess, string(out), nil
 }
 
-// resolvePort returns a port given by number, or by the name of one of
-// c's ports.
-func resolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
+// ResolvePort returns a port given by number, or by the name of one of
+// c's ports (probes and lifecycle hooks name ports alike).
+func ResolvePort(p intstr.IntOrString, c *corev1.Container) (int, error) {
 	port := -1
 	switch p.Type {
 	case intstr.Int:

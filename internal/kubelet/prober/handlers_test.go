@@ -77,15 +77,15 @@ func TestResolvePort(t *testing.T) {
 		{intstr.FromString("zero"), 0, "invalid port number: 0"},
 	}
 	for _, tt := range tests {
-		got, err := resolvePort(tt.port, c)
+		got, err := ResolvePort(tt.port, c)
 		if tt.wantErr != "" {
 			if err == nil || err.Error() != tt.wantErr {
-				t.Errorf("resolvePort(%v) error = %v, want %q", tt.port.String(), err, tt.wantErr)
+				t.Errorf("ResolvePort(%v) error = %v, want %q", tt.port.String(), err, tt.wantErr)
 			}
 			continue
 		}
 		if err != nil || got != tt.want {
-			t.Errorf("resolvePort(%v) = %d, %v; want %d", tt.port.String(), got, err, tt.want)
+			t.Errorf("ResolvePort(%v) = %d, %v; want %d", tt.port.String(), got, err, tt.want)
 		}
 	}
 }

@@ -56,7 +56,7 @@ func newHTTPRequest(ctx context.Context, a *corev1.HTTPGetAction, c *corev1.Cont
 	if host == "" {
 		host = podIP
 	}
-	port, err := resolvePort(a.Port, c)
+	port, err := ResolvePort(a.Port, c)
 	if err != nil {
 		return nil, err
 	}

@@ -167,17 +167,7 @@ func tail(path string, n int) string {
 // the containerd at cfg.Address.
 func ImportImages(t *testing.T, ctx context.Context, cfg containerd.Config, log *slog.Logger) {
 	t.Helper()
-	if err := os.MkdirAll(cfg.ImagesDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(filepath.Join(cfg.ImagesDir, "busybox.tar"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := images.WriteBusybox(f, "/bin/busybox", runtime.GOARCH); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
+	if err := images.WriteBusyboxFile(filepath.Join(cfg.ImagesDir, "busybox.tar")); err != nil {
 		t.Fatal(err)
 	}
 	store, err := containerd.NewStore(cfg.Address)
