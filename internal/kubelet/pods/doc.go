@@ -48,8 +48,9 @@
 //
 // Not yet done: sidecars (restartable init containers: a pod with any is
 // not started; its status says why), a dead sandbox is not replaced,
-// ephemeral containers, resize, eviction (emptyDir sizeLimit, node
-// pressure).
+// ephemeral containers, resize, eviction under node pressure. (A pod whose
+// disk-backed emptyDir outgrew its sizeLimit is evicted: Failed, reason
+// Evicted.)
 //
 //	w := pods.New(client, podconfig.Node{Name: "node-1", HostIPs: ips}, runtime, log)
 //	err := w.Start(ctx) // blocks until ctx ends

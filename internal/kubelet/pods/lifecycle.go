@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -191,4 +193,24 @@ func (w *Workers) writeEtcHosts(pod *corev1.Pod, podIPs []string) (string, error
 		return "", err
 	}
 	return path, pki.WriteFileAtomic(path, content, 0o644)
+}
+
+// evictOverSizeLimit evicts pod when one of its disk-backed emptyDir
+// volumes outgrew its sizeLimit, as upstream's eviction manager does for
+// local storage: the status (written to target) says Failed, reason
+// Evicted, with upstream's message, and the next sync stops the sandbox
+// at once (local storage evictions have no grace period).
+func (w *Workers) evictOverSizeLimit(ctx context.Context, pod, target *corev1.Pod) (bool, error) {
+	name, _, limit, over := w.volumes.OverSizeLimit(pod)
+	if !over {
+		return false, nil
+	}
+	msg := fmt.Sprintf("Usage of EmptyDir volume %q exceeds the limit %q. ", name, resource.NewQuantity(limit, resource.BinarySI).String())
+	w.recorder.Event(pod, corev1.EventTypeWarning, "Evicted", msg)
+	updated := target.DeepCopy()
+	updated.Status.Phase, updated.Status.Reason, updated.Status.Message = corev1.PodFailed, "Evicted", msg
+	if _, err := w.client.CoreV1().Pods(target.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return true, fmt.Errorf("evict pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return true, nil
 }

@@ -111,6 +111,11 @@ func (w *Workers) syncPod(ctx context.Context, key string, pod, target *corev1.P
 		w.probes.Remove(pod.UID)
 		return w.volumes.TearDown(pod.UID)
 	}
+	if target != nil {
+		if evicted, err := w.evictOverSizeLimit(ctx, pod, target); evicted || err != nil {
+			return err
+		}
+	}
 	var syncErr error
 	if !hasSidecars(pod) {
 		syncErr = w.run(ctx, pod)

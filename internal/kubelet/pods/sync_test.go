@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +26,7 @@ import (
 
 	"orch/internal/kubelet/cri"
 	"orch/internal/kubelet/podconfig"
+	"orch/internal/kubelet/volumes"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -396,5 +400,39 @@ func TestPostStartHook(t *testing.T) {
 				t.Errorf("events:\n%s", events)
 			}
 		})
+	}
+}
+
+// TestEvictsOverEmptyDirSizeLimit: a pod whose disk-backed emptyDir grew
+// past its sizeLimit is Failed with reason Evicted and upstream's message,
+// and the next sync stops its sandbox.
+func TestEvictsOverEmptyDirSizeLimit(t *testing.T) {
+	p := testPod("p", corev1.RestartPolicyAlways)
+	limit := resource.MustParse("1Mi")
+	p.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &limit}}}}
+	h := newHarness(t, p)
+	if err := h.sync("p"); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.pod("p").Status; st.Phase != corev1.PodRunning {
+		t.Fatalf("before the volume grew: %+v", st)
+	}
+	dir := h.w.volumes.VolumeDir(p.UID, volumes.PluginEmptyDir, "scratch")
+	if err := os.WriteFile(filepath.Join(dir, "big"), make([]byte, 2<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.sync("p"); err != nil {
+		t.Fatal(err)
+	}
+	st := h.pod("p").Status
+	want := `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". `
+	if st.Phase != corev1.PodFailed || st.Reason != "Evicted" || st.Message != want {
+		t.Fatalf("status %s/%s/%q, want Failed/Evicted/%q", st.Phase, st.Reason, st.Message, want)
+	}
+	if err := h.sync("p"); err != nil {
+		t.Fatal(err)
+	}
+	if h.called("StopPodSandbox") == 0 {
+		t.Errorf("the evicted pod's sandbox was not stopped: %v", h.rt.Calls())
 	}
 }
