@@ -1,0 +1,169 @@
+package pods
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"orch/internal/kubelet/podconfig"
+)
+
+// terminate stops pod's containers and sandboxes and deletes the pod.
+func (w *Workers) terminate(ctx context.Context, pod *corev1.Pod) error {
+	grace := gracePeriod(pod)
+	if pod.DeletionGracePeriodSeconds != nil {
+		grace = *pod.DeletionGracePeriodSeconds
+	}
+	if err := w.kill(ctx, pod, podconfig.LabelPodUID, string(pod.UID), grace); err != nil {
+		return err
+	}
+	if err := w.release(pod.UID); err != nil {
+		return err
+	}
+	uid := pod.UID
+	err := w.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// killStale stops and removes the sandboxes of namespace/name whose pod
+// UID is not keep (all of them when keep is empty): their pod is gone.
+func (w *Workers) killStale(ctx context.Context, namespace, name, keep string) error {
+	sandboxes, err := w.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{
+		podconfig.LabelPodNamespace: namespace, podconfig.LabelPodName: name}})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, sb := range sandboxes {
+		uid := sb.Labels[podconfig.LabelPodUID]
+		if keep != "" && uid == keep {
+			continue
+		}
+		if err := w.kill(ctx, nil, podconfig.LabelPodUID, uid, minGracePeriod); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, w.release(types.UID(uid)))
+	}
+	return errors.Join(errs...)
+}
+
+// kill stops the containers of the sandboxes labelled key=value within
+// grace seconds, all at once, then stops and removes the sandboxes. pod,
+// when not nil, gets the Killing events and its containers' preStop hooks
+// run first.
+func (w *Workers) kill(ctx context.Context, pod *corev1.Pod, key, value string, grace int64) error {
+	sandboxes, err := w.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{key: value}})
+	if err != nil {
+		return err
+	}
+	for _, sb := range sandboxes {
+		containers, err := w.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: sb.Id})
+		if err != nil {
+			return err
+		}
+		podIP := ""
+		if st, err := w.runtime.PodSandboxStatus(ctx, sb.Id, false); err == nil {
+			if ips := sandboxIPs(st.GetStatus()); len(ips) > 0 {
+				podIP = ips[0]
+			}
+		}
+		errs := make(chan error, len(containers))
+		running := 0
+		for _, c := range containers {
+			if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING && c.State != runtimeapi.ContainerState_CONTAINER_CREATED {
+				continue
+			}
+			running++
+			spec := &corev1.Container{Name: c.GetMetadata().GetName()}
+			if pod != nil {
+				if found := specOf(pod, spec.Name); found != nil {
+					spec = found
+				}
+			}
+			go func(id string) { errs <- w.stopContainer(ctx, pod, spec, id, podIP, grace, true) }(c.Id)
+		}
+		var stopErrs []error
+		for range running {
+			stopErrs = append(stopErrs, <-errs)
+		}
+		if err := errors.Join(stopErrs...); err != nil {
+			return err
+		}
+		if err := w.runtime.StopPodSandbox(ctx, sb.Id); err != nil {
+			return err
+		}
+		if err := w.runtime.RemovePodSandbox(ctx, sb.Id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stopContainer stops container id of c within grace seconds, as
+// upstream's killContainer: c's preStop hook first (pod not nil, when
+// preStop is set), whose time counts against the grace period, then
+// SIGTERM and, after what is left of it (at least 2 s), SIGKILL.
+func (w *Workers) stopContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id, podIP string, grace int64, event bool) error {
+	if pod != nil && event {
+		w.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
+	}
+	if pod != nil && c.Lifecycle != nil && c.Lifecycle.PreStop != nil && grace > 0 {
+		start := time.Now()
+		hookCtx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second)
+		if err := w.runHook(hookCtx, pod, c, id, podIP, c.Lifecycle.PreStop); err != nil {
+			w.log.Info("preStop hook failed", "pod", key(pod), "container", c.Name, "err", err)
+			w.recorder.Event(pod, corev1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed")
+		}
+		cancel()
+		grace -= int64(time.Since(start).Seconds())
+	}
+	return w.runtime.StopContainer(ctx, id, max(grace, minGracePeriod))
+}
+
+// specOf is pod's container or init container called name, or nil.
+func specOf(pod *corev1.Pod, name string) *corev1.Container {
+	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}
+
+// gracePeriod is pod's terminationGracePeriodSeconds (30 s by default).
+func gracePeriod(pod *corev1.Pod) int64 {
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return *pod.Spec.TerminationGracePeriodSeconds
+	}
+	return corev1.DefaultTerminationGracePeriodSeconds
+}
+
+// stopSandboxes stops the ready sandboxes of the pod with uid.
+func (w *Workers) stopSandboxes(ctx context.Context, uid string) error {
+	sandboxes, err := w.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
+		LabelSelector: map[string]string{podconfig.LabelPodUID: uid},
+		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
+	if err != nil {
+		return err
+	}
+	for _, sb := range sandboxes {
+		if err := w.runtime.StopPodSandbox(ctx, sb.Id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
