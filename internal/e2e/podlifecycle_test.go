@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,7 +22,8 @@ import (
 // containers on the server's own agent: environment and volumes as the
 // container sees them, probes failing and recovering, a crash loop
 // backing off, OOMKilled under a memory limit, and graceful termination
-// with a preStop hook.
+// with a preStop hook, a sidecar beside its container, and a sandbox that
+// died replaced.
 func TestPodLifecycle(t *testing.T) {
 	s := StartServerWithAgent(t)
 	client := s.client(t)
@@ -30,6 +33,8 @@ func TestPodLifecycle(t *testing.T) {
 	t.Run("crashLoop", func(t *testing.T) { testCrashLoop(t, s, client) })
 	t.Run("oomKilled", func(t *testing.T) { testOOMKilled(t, s, client) })
 	t.Run("gracefulTermination", func(t *testing.T) { testGracefulTermination(t, s, client) })
+	t.Run("sidecar", func(t *testing.T) { testSidecar(t, s, client) })
+	t.Run("deadSandbox", func(t *testing.T) { testDeadSandbox(t, s, client) })
 }
 
 // busyboxPod is a pod of one busybox container named main running script.
@@ -296,4 +301,116 @@ func testGracefulTermination(t *testing.T, s *Server, client kubernetes.Interfac
 		t.Errorf("the preStop hook did not run: %v", err)
 	}
 	t.Logf("a container ignoring SIGTERM with a 4 s grace period was deleted in %v", took.Round(100*time.Millisecond))
+}
+
+// testSidecar: a sidecar (an init container with restartPolicy Always)
+// starts after the init container before it, runs beside the regular
+// container, and is stopped once that completed, the pod Succeeded.
+func testSidecar(t *testing.T, s *Server, client kubernetes.Interface) {
+	manifest := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: sidecar}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 2
+  volumes: [{name: shared, emptyDir: {}}]
+  initContainers:
+  - {name: setup, image: %[1]s, imagePullPolicy: Never, command: [sh, -c, "echo set > /shared/setup"], volumeMounts: [{name: shared, mountPath: /shared}]}
+  - name: helper
+    image: %[1]s
+    imagePullPolicy: Never
+    restartPolicy: Always
+    command: [sh, -c, "cat /shared/setup > /shared/helper; echo up >> /shared/helper; exec sleep 3600"]
+    volumeMounts: [{name: shared, mountPath: /shared}]
+  containers:
+  - {name: main, image: %[1]s, imagePullPolicy: Never, command: [sh, -c, "sleep 3; cat /shared/helper > /dev/termination-log"], volumeMounts: [{name: shared, mountPath: /shared}]}
+`, images.BusyboxRef)
+	s.KubectlIn(t, manifest, "apply", "-f", "-")
+	sawBoth := false
+	p := waitPod(t, client, "sidecar", 2*time.Minute, func(p *corev1.Pod) string {
+		var helper corev1.ContainerStatus
+		for _, cs := range p.Status.InitContainerStatuses {
+			if cs.Name == "helper" {
+				helper = cs
+			}
+		}
+		if helper.State.Running != nil && helper.Ready && mainStatus(p).State.Running != nil {
+			sawBoth = true
+		}
+		if p.Status.Phase != corev1.PodSucceeded {
+			return fmt.Sprintf("phase %s, helper %+v, main %+v", p.Status.Phase, helper.State, mainStatus(p).State)
+		}
+		return ""
+	})
+	if !sawBoth {
+		t.Error("never saw the sidecar running and ready beside the main container")
+	}
+	if term := mainStatus(p).State.Terminated; term == nil || term.ExitCode != 0 || term.Message != "set\nup\n" {
+		t.Errorf("main terminated %+v, want exit 0 with the message the setup and the sidecar wrote", term)
+	}
+	for _, cs := range p.Status.InitContainerStatuses {
+		if cs.State.Terminated == nil {
+			t.Errorf("init container %s %+v after the pod succeeded, want terminated", cs.Name, cs.State)
+		}
+	}
+	s.Kubectl(t, "delete", "pod", "sidecar", "--wait=false")
+}
+
+// testDeadSandbox: when a pod's sandbox dies (its pause process is
+// killed), the pod gets a new sandbox and its container runs again in it,
+// with restartCount 1.
+func testDeadSandbox(t *testing.T, s *Server, client kubernetes.Interface) {
+	s.KubectlIn(t, busyboxPod("orphaned", "Always", "exec sleep 3600", "", "  terminationGracePeriodSeconds: 2\n"), "apply", "-f", "-")
+	p := waitPod(t, client, "orphaned", 2*time.Minute, func(p *corev1.Pod) string {
+		if p.Status.Phase != corev1.PodRunning || mainStatus(p).State.Running == nil {
+			return "phase " + string(p.Status.Phase)
+		}
+		return ""
+	})
+	firstIP := p.Status.PodIP
+	pause := pauseOf(t, s, strings.TrimPrefix(mainStatus(p).ContainerID, "containerd://"))
+	if err := syscall.Kill(pause, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the pause process %d: %v", pause, err)
+	}
+	p = waitPod(t, client, "orphaned", 2*time.Minute, func(p *corev1.Pod) string {
+		cs := mainStatus(p)
+		if cs.RestartCount != 1 || cs.State.Running == nil || p.Status.Phase != corev1.PodRunning {
+			return fmt.Sprintf("phase %s, main %+v", p.Status.Phase, cs)
+		}
+		return ""
+	})
+	events := s.Kubectl(t, "get", "events", "--field-selector", "involvedObject.name=orphaned,reason=SandboxChanged", "-o", "name")
+	if strings.TrimSpace(events) == "" {
+		t.Error("no SandboxChanged event")
+	}
+	t.Logf("pod IP %s before, %s after the new sandbox", firstIP, p.Status.PodIP)
+	s.Kubectl(t, "delete", "pod", "orphaned", "--wait=false")
+}
+
+// pauseOf is the PID of the pause process of the sandbox that runs the
+// container with id: the process named pause in the container's network
+// namespace.
+func pauseOf(t *testing.T, s *Server, id string) int {
+	t.Helper()
+	var containerPID string
+	for _, line := range strings.Split(ctr(t, s.Dir, "tasks", "ls"), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == id {
+			containerPID = f[1]
+		}
+	}
+	netns, err := os.Readlink("/proc/" + containerPID + "/ns/net")
+	if containerPID == "" || err != nil {
+		t.Fatalf("the container %s has no task (%v)", id, err)
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/comm")
+	for _, comm := range procs {
+		name, _ := os.ReadFile(comm)
+		dir := filepath.Dir(comm)
+		if ns, _ := os.Readlink(dir + "/ns/net"); strings.TrimSpace(string(name)) == "pause" && ns == netns {
+			pid, _ := strconv.Atoi(filepath.Base(dir))
+			return pid
+		}
+	}
+	t.Fatalf("no pause process in the network namespace %s of container %s", netns, id)
+	return 0
 }

@@ -35,9 +35,13 @@ func expired(eventTime, lastUpdate time.Time) bool {
 	return eventTime.Sub(lastUpdate) > 2*maxBackOff
 }
 
-// shouldRestart says whether an exited container is run again under the
-// pod's restartPolicy. A completed (exit 0) init container never is.
-func shouldRestart(pod *corev1.Pod, exitCode int32, init bool) bool {
+// shouldRestart says whether c, exited with exitCode, is run again under
+// the pod's restartPolicy. A completed (exit 0) init container never is; a
+// sidecar (restartable init container) always is.
+func shouldRestart(pod *corev1.Pod, c *corev1.Container, exitCode int32, init bool) bool {
+	if init && isSidecar(c) {
+		return true
+	}
 	switch pod.Spec.RestartPolicy {
 	case corev1.RestartPolicyNever:
 		return false

@@ -15,10 +15,19 @@
 // (internal/kubelet/volumes), a sandbox (RunPodSandbox, with DNS per
 // dnsPolicy), /etc/hosts, then its init containers one at a time, in
 // order, each run to completion (a failed one is retried under
-// restartPolicy Always or OnFailure, and fails the pod under Never), then
-// its containers, each followed by its postStart hook; an image is pulled
-// first when the runtime lacks it, with upstream's pull back-off
-// (ErrImagePull, then ImagePullBackOff).
+// restartPolicy Always or OnFailure, and fails the pod under Never) —
+// except sidecars (restartPolicy Always on an init container), which keep
+// running beside the regular containers once started (the next container
+// waits for a sidecar's startup probe), restart whatever the pod's
+// restartPolicy, count for the pod's readiness, and stop after the
+// regular containers: on deletion, and once those completed for good.
+// Then its containers, each followed by its postStart hook; an image is
+// pulled first when the runtime lacks it, with upstream's pull back-off
+// (ErrImagePull, then ImagePullBackOff). A sandbox that died (its pause
+// process, a reboot) is replaced, as upstream's: what is left of the pod
+// is stopped, a new sandbox made (attempt + 1, a SandboxChanged event),
+// and the init containers run again in it; not under restartPolicy Never
+// once containers ran.
 //
 // Restarts follow upstream's computePodActions and container back-off: an
 // exited container is created again (attempt restartCount+1) under
@@ -35,8 +44,8 @@
 // the runtime keeps one exited container per container, for lastState
 // (with the termination message) and logs --previous.
 //
-// A pod being deleted has its containers stopped, all at once, each after
-// its preStop hook and within what is left of the grace period, its
+// A pod being deleted has its regular containers stopped, all at once,
+// then its sidecars, in reverse order, each after its preStop hook and within what is left of the grace period, its
 // sandboxes stopped and removed, its volumes torn down, and its object
 // deleted (grace 0, UID precondition). A pod that finished (Succeeded or
 // Failed) has its sandbox stopped and its volumes torn down and keeps its
@@ -46,11 +55,9 @@
 // Static pods (StaticPodDir, internal/kubelet/staticpods) run from their
 // files; their status goes to their mirror pods in the API.
 //
-// Not yet done: sidecars (restartable init containers: a pod with any is
-// not started; its status says why), a dead sandbox is not replaced,
-// ephemeral containers, resize, eviction under node pressure. (A pod whose
-// disk-backed emptyDir outgrew its sizeLimit is evicted: Failed, reason
-// Evicted.)
+// Not yet done: ephemeral containers, resize, eviction under node
+// pressure. (A pod whose disk-backed emptyDir outgrew its sizeLimit is
+// evicted: Failed, reason Evicted.)
 //
 //	w := pods.New(client, podconfig.Node{Name: "node-1", HostIPs: ips}, runtime, log)
 //	err := w.Start(ctx) // blocks until ctx ends

@@ -156,7 +156,7 @@ func TestWorkersWithRealContainerd(t *testing.T) {
 		}
 		initStatus, mainStatus = p.Status.InitContainerStatuses[0], p.Status.ContainerStatuses[0]
 		c := findCondition(p.Status.Conditions, corev1.PodInitialized)
-		return c != nil && c.Status == corev1.ConditionTrue && c.Reason == "PodCompleted" && mainStatus.State.Running != nil, nil
+		return c != nil && c.Status == corev1.ConditionTrue && c.Reason == "" && mainStatus.State.Running != nil, nil
 	})
 	if term := initStatus.State.Terminated; term == nil || term.ExitCode != 0 || term.Reason != "Completed" {
 		t.Fatalf("init container %+v", initStatus)

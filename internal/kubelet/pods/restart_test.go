@@ -265,7 +265,7 @@ func TestInitContainersInOrder(t *testing.T) {
 
 	h.exitNewest("init2", 0)
 	h.mustSync("p")
-	st = check("initialized", []string{"init1/0", "init2/1", "init2/2", "main/0"}, corev1.PodRunning, corev1.ConditionTrue, "PodCompleted")
+	st = check("initialized", []string{"init1/0", "init2/1", "init2/2", "main/0"}, corev1.PodRunning, corev1.ConditionTrue, "")
 	if s := statusOf(st.InitContainerStatuses, "init2"); s.State.Terminated == nil || s.RestartCount != 2 || s.LastTerminationState.Terminated == nil {
 		t.Errorf("init2 %+v", s)
 	}
@@ -274,7 +274,7 @@ func TestInitContainersInOrder(t *testing.T) {
 	}
 	// Completed init containers are not run again.
 	h.mustSync("p")
-	check("again", []string{"init1/0", "init2/1", "init2/2", "main/0"}, corev1.PodRunning, corev1.ConditionTrue, "PodCompleted")
+	check("again", []string{"init1/0", "init2/1", "init2/2", "main/0"}, corev1.PodRunning, corev1.ConditionTrue, "")
 }
 
 func TestInitContainerFailsPod(t *testing.T) {

@@ -15,10 +15,6 @@ import (
 	"orch/internal/kubelet/podconfig"
 )
 
-// sidecarsMessage is the status message of pods with restartable init
-// containers (sidecars), which orch does not run yet.
-const sidecarsMessage = "orch does not run sidecar init containers (restartPolicy Always on an init container) yet: the pod is not started"
-
 // probeResults are what the probes found (a *prober.Manager); nil means
 // every running container is started and ready.
 type probeResults interface {
@@ -96,12 +92,15 @@ func podStatus(pod *corev1.Pod, state podState, waiting map[string]*corev1.Conta
 		defaultReason = "PodInitializing"
 	}
 	s.InitContainerStatuses = nil
+	var unready []string
 	for _, c := range pod.Spec.InitContainers {
-		s.InitContainerStatuses = append(s.InitContainerStatuses,
-			containerStatus(pod, c, state.containers[c.Name], previous(state, c.Name), waiting[c.Name], probes, defaultReason, true))
+		cs := containerStatus(pod, c, state.containers[c.Name], previous(state, c.Name), waiting[c.Name], probes, defaultReason, true)
+		if isSidecar(&c) && !cs.Ready {
+			unready = append(unready, c.Name) // sidecars count for readiness
+		}
+		s.InitContainerStatuses = append(s.InitContainerStatuses, cs)
 	}
 	s.ContainerStatuses = nil
-	var unready []string
 	for _, c := range pod.Spec.Containers {
 		cs := containerStatus(pod, c, state.containers[c.Name], previous(state, c.Name), waiting[c.Name], probes, defaultReason, false)
 		if !cs.Ready {
@@ -109,14 +108,11 @@ func podStatus(pod *corev1.Pod, state podState, waiting map[string]*corev1.Conta
 		}
 		s.ContainerStatuses = append(s.ContainerStatuses, cs)
 	}
-	s.Phase = podPhase(pod, s.InitContainerStatuses, s.ContainerStatuses)
+	s.Phase = getPhase(pod, s.InitContainerStatuses, s.ContainerStatuses, false)
 	if old.Phase == corev1.PodSucceeded || old.Phase == corev1.PodFailed {
 		s.Phase = old.Phase // a terminal phase is final
 	}
 	s.Reason, s.Message = "", ""
-	if hasSidecars(pod) {
-		s.Reason, s.Message = "SidecarContainersUnsupported", sidecarsMessage
-	}
 
 	conds := []corev1.PodCondition{}
 	if c := findCondition(old.Conditions, corev1.PodScheduled); c != nil {
@@ -126,7 +122,7 @@ func podStatus(pod *corev1.Pod, state podState, waiting map[string]*corev1.Conta
 	}
 	sandboxReady := state.sandbox != nil && state.sandbox.State == runtimeapi.PodSandboxState_SANDBOX_READY
 	conds = append(conds, boolCondition(corev1.PodReadyToStartContainers, sandboxReady, "", ""))
-	conds = append(conds, initializedCondition(pod, s.InitContainerStatuses, s.ContainerStatuses))
+	conds = append(conds, initializedCondition(pod, s.InitContainerStatuses, s.ContainerStatuses, s.Phase))
 	reason, message := "", ""
 	switch {
 	case s.Phase == corev1.PodSucceeded || s.Phase == corev1.PodFailed:
@@ -157,21 +153,25 @@ func podStatus(pod *corev1.Pod, state podState, waiting map[string]*corev1.Conta
 	return s
 }
 
-// initializedCondition is upstream's GeneratePodInitializedCondition.
-func initializedCondition(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus) corev1.PodCondition {
+// initializedCondition is upstream's GeneratePodInitializedCondition: an
+// init container is initialized once it exited 0, a sidecar once it
+// started.
+func initializedCondition(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, phase corev1.PodPhase) corev1.PodCondition {
 	if len(pod.Spec.InitContainers) == 0 {
 		return boolCondition(corev1.PodInitialized, true, "", "")
 	}
 	var incomplete []string
 	for _, cs := range initStatuses {
-		if t := cs.State.Terminated; t == nil || t.ExitCode != 0 {
+		c := specOf(pod, cs.Name)
+		started := cs.Started != nil && *cs.Started
+		if t := cs.State.Terminated; isSidecar(c) && !started || !isSidecar(c) && (t == nil || t.ExitCode != 0) {
 			incomplete = append(incomplete, cs.Name)
 		}
 	}
 	switch {
-	case len(incomplete) == 0:
+	case phase == corev1.PodSucceeded:
 		return corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, Reason: "PodCompleted"}
-	case regularStarted(statuses):
+	case regularStarted(statuses), len(incomplete) == 0:
 		return boolCondition(corev1.PodInitialized, true, "", "")
 	}
 	return boolCondition(corev1.PodInitialized, false, "ContainersNotInitialized",
@@ -179,7 +179,7 @@ func initializedCondition(pod *corev1.Pod, initStatuses, statuses []corev1.Conta
 }
 
 // regularStarted says whether any regular container ran: then the pod
-// was initialized (upstream's podHasInitialized).
+// was initialized (upstream's HasAnyRegularContainerStarted).
 func regularStarted(statuses []corev1.ContainerStatus) bool {
 	for _, cs := range statuses {
 		if cs.State.Running != nil || cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil {
@@ -187,29 +187,6 @@ func regularStarted(statuses []corev1.ContainerStatus) bool {
 		}
 	}
 	return false
-}
-
-// podPhase is getPhase with init containers, as upstream: a failed init
-// container under restartPolicy Never fails the pod; until they all
-// completed the pod is Pending.
-func podPhase(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus) corev1.PodPhase {
-	if len(pod.Spec.InitContainers) > 0 && !regularStarted(statuses) {
-		pending := false
-		for _, cs := range initStatuses {
-			t := cs.State.Terminated
-			switch {
-			case t != nil && t.ExitCode == 0:
-			case t != nil && pod.Spec.RestartPolicy == corev1.RestartPolicyNever:
-				return corev1.PodFailed
-			default:
-				pending = true
-			}
-		}
-		if pending || len(initStatuses) < len(pod.Spec.InitContainers) {
-			return corev1.PodPending
-		}
-	}
-	return getPhase(pod, statuses, false)
 }
 
 func boolCondition(t corev1.PodConditionType, ok bool, reason, message string) corev1.PodCondition {
@@ -261,17 +238,17 @@ func containerStatus(pod *corev1.Pod, c corev1.Container, rs, prev *runtimeapi.C
 	case runtimeapi.ContainerState_CONTAINER_RUNNING:
 		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: unixTime(rs.StartedAt)}
 		*cs.Started = probes == nil || probes.Started(rs.Id)
-		// An init container is ready once it completed; a container once
-		// its startup and readiness probes passed.
-		cs.Ready = !init && *cs.Started && (probes == nil || probes.Ready(rs.Id))
+		// An init container is ready once it completed; a container or
+		// a sidecar once its startup and readiness probes passed.
+		cs.Ready = (!init || isSidecar(&c)) && *cs.Started && (probes == nil || probes.Ready(rs.Id))
 	case runtimeapi.ContainerState_CONTAINER_EXITED:
 		term := terminatedState(rs)
-		if waiting.Reason != defaultReason && shouldRestart(pod, rs.ExitCode, init) {
+		if waiting.Reason != defaultReason && shouldRestart(pod, &c, rs.ExitCode, init) {
 			cs.LastTerminationState = corev1.ContainerState{Terminated: term}
 			cs.State.Waiting = waiting
 		} else {
 			cs.State.Terminated = term
-			cs.Ready = init && rs.ExitCode == 0
+			cs.Ready = init && !isSidecar(&c) && rs.ExitCode == 0
 		}
 	case runtimeapi.ContainerState_CONTAINER_CREATED:
 		if waiting.Reason == defaultReason {
@@ -309,17 +286,52 @@ func unixTime(ns int64) metav1.Time {
 }
 
 // getPhase is the pod's phase from its containers' statuses, as upstream's
-// kubelet computes it (init containers aside). podIsTerminal says the
+// kubelet computes it: until the pod is initialized, an init container
+// not yet completed keeps it Pending (a failed one under restartPolicy
+// Never fails it), as does a sidecar not yet started; a running sidecar
+// counts as running, an exited one not at all. podIsTerminal says the
 // pod's containers will not run again.
-func getPhase(pod *corev1.Pod, statuses []corev1.ContainerStatus, podIsTerminal bool) corev1.PodPhase {
+func getPhase(pod *corev1.Pod, initStatuses, statuses []corev1.ContainerStatus, podIsTerminal bool) corev1.PodPhase {
+	initialized := regularStarted(statuses)
+	var pendingInit, pendingSidecars, failedInit int
 	var unknown, running, waiting, stopped, succeeded int
-	for _, c := range pod.Spec.Containers {
-		var cs *corev1.ContainerStatus
-		for i := range statuses {
-			if statuses[i].Name == c.Name {
-				cs = &statuses[i]
+	for _, c := range pod.Spec.InitContainers {
+		cs := findStatus(initStatuses, c.Name)
+		if isSidecar(&c) {
+			switch {
+			case cs == nil:
+				unknown++
+			case cs.State.Running != nil:
+				if cs.Started == nil || !*cs.Started {
+					pendingSidecars++
+				}
+				running++
+			case cs.State.Terminated != nil, cs.LastTerminationState.Terminated != nil:
+				// exited sidecars do not count
+			default:
+				pendingSidecars++
+				waiting++
 			}
+			continue
 		}
+		if initialized {
+			continue
+		}
+		switch {
+		case cs == nil, cs.State.Running != nil:
+			pendingInit++
+		case cs.State.Terminated != nil:
+			if cs.State.Terminated.ExitCode != 0 {
+				failedInit++
+			}
+		case cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.ExitCode != 0:
+			failedInit++
+		default:
+			pendingInit++
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		cs := findStatus(statuses, c.Name)
 		switch {
 		case cs == nil:
 			unknown++
@@ -340,8 +352,11 @@ func getPhase(pod *corev1.Pod, statuses []corev1.ContainerStatus, podIsTerminal 
 			unknown++
 		}
 	}
+	if failedInit > 0 && pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+		return corev1.PodFailed
+	}
 	switch {
-	case waiting > 0:
+	case pendingInit > 0 || pendingSidecars > 0 && !initialized, waiting > 0:
 		return corev1.PodPending
 	case running > 0 && unknown == 0:
 		return corev1.PodRunning
@@ -365,4 +380,14 @@ func getPhase(pod *corev1.Pod, statuses []corev1.ContainerStatus, podIsTerminal 
 	default:
 		return corev1.PodPending
 	}
+}
+
+// findStatus is the status of the container called name, or nil.
+func findStatus(statuses []corev1.ContainerStatus, name string) *corev1.ContainerStatus {
+	for i := range statuses {
+		if statuses[i].Name == name {
+			return &statuses[i]
+		}
+	}
+	return nil
 }

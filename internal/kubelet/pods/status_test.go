@@ -44,7 +44,7 @@ func TestGetPhase(t *testing.T) {
 					statuses = append(statuses, corev1.ContainerStatus{Name: name, State: s})
 				}
 			}
-			if got := getPhase(pod, statuses, tc.terminal); got != tc.want {
+			if got := getPhase(pod, nil, statuses, tc.terminal); got != tc.want {
 				t.Errorf("getPhase = %s, want %s", got, tc.want)
 			}
 		})
@@ -56,7 +56,7 @@ func TestGetPhaseWaitingAfterTermination(t *testing.T) {
 	statuses := []corev1.ContainerStatus{{Name: "a",
 		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}}}
-	if got := getPhase(pod, statuses, false); got != corev1.PodFailed {
+	if got := getPhase(pod, nil, statuses, false); got != corev1.PodFailed {
 		t.Errorf("getPhase = %s, want Failed (a waiting container that ran counts as stopped)", got)
 	}
 }

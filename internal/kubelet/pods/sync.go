@@ -38,6 +38,15 @@ type podState struct {
 	// history holds every container of each name, newest first: the
 	// one before the newest gives the lastState of a restarted one.
 	history map[string][]*runtimeapi.ContainerStatus
+	// active holds the newest container of each name in the newest
+	// sandbox: what decides the pod's initialization (a new sandbox
+	// runs its init containers again, as upstream's).
+	active map[string]*runtimeapi.ContainerStatus
+	// sandboxOf is the sandbox of each container, by container ID.
+	sandboxOf map[string]string
+	// emptyOld are the pod's sandboxes before the newest that hold no
+	// container any more: they can go.
+	emptyOld []string
 }
 
 // sync makes the runtime match the pod of key and writes the pod's status.
@@ -114,10 +123,7 @@ func (w *Workers) syncPod(ctx context.Context, key string, pod, target *corev1.P
 			return err
 		}
 	}
-	var syncErr error
-	if !hasSidecars(pod) {
-		syncErr = w.run(ctx, pod)
-	}
+	syncErr := w.run(ctx, pod)
 	state, err := w.state(ctx, string(pod.UID))
 	if err != nil {
 		return errors.Join(syncErr, err)
@@ -163,6 +169,28 @@ func (w *Workers) run(ctx context.Context, pod *corev1.Pod) error {
 		}
 		return fmt.Errorf("volumes of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
+	state, err := w.state(ctx, string(pod.UID))
+	if err != nil {
+		return err
+	}
+	w.removeEmptySandboxes(ctx, pod, state)
+	w.removeDeadContainers(ctx, pod, state)
+	var attempt uint32
+	if sb := state.sandbox; sb != nil && sb.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+		// The sandbox died (its pause process, or a reboot): as upstream's
+		// computePodActions, what is left of the pod is killed and a new
+		// sandbox made, unless the pod's containers ran already and are
+		// not to be restarted (restartPolicy Never).
+		w.recorder.Event(pod, corev1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
+		if err := w.stopSandbox(ctx, pod, sb.Id, gracePeriod(pod)); err != nil {
+			return err
+		}
+		if pod.Spec.RestartPolicy == corev1.RestartPolicyNever && len(state.containers) > 0 || regularContainersDone(pod, state) {
+			return nil
+		}
+		attempt = sb.GetMetadata().GetAttempt() + 1
+		state.sandbox = nil
+	}
 	qos := podconfig.QOSClass(pod)
 	dns, dnsWarnings, err := podconfig.DNSConfig(pod, w.DNS, w.host)
 	if err != nil {
@@ -170,6 +198,7 @@ func (w *Workers) run(ctx context.Context, pod *corev1.Pod) error {
 		return err
 	}
 	sbConfig, err := podconfig.SandboxConfig(pod, w.node, podconfig.Sandbox{
+		Attempt:      attempt,
 		CgroupParent: podconfig.PodCgroupName(pod, qos, w.SystemdCgroups),
 		LogDirectory: podconfig.PodLogDirectory(w.LogRoot, pod),
 		DNS:          dns,
@@ -184,10 +213,6 @@ func (w *Workers) run(ctx context.Context, pod *corev1.Pod) error {
 		if err := os.MkdirAll(filepath.Join(sbConfig.LogDirectory, c.Name), 0o755); err != nil {
 			return fmt.Errorf("make the log directory of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
-	}
-	state, err := w.state(ctx, string(pod.UID))
-	if err != nil {
-		return err
 	}
 	if state.sandbox == nil {
 		for _, warning := range dnsWarnings {
@@ -207,12 +232,9 @@ func (w *Workers) run(ctx context.Context, pod *corev1.Pod) error {
 		if state, err = w.state(ctx, string(pod.UID)); err != nil {
 			return err
 		}
-		if state.sandbox == nil {
-			return fmt.Errorf("the sandbox of pod %s/%s is not listed after RunPodSandbox", pod.Namespace, pod.Name)
+		if state.sandbox == nil || state.sandbox.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+			return fmt.Errorf("the sandbox of pod %s/%s is not ready after RunPodSandbox", pod.Namespace, pod.Name)
 		}
-	}
-	if state.sandbox.State != runtimeapi.PodSandboxState_SANDBOX_READY {
-		return nil // a dead sandbox is not replaced yet
 	}
 	podIPs := sandboxIPs(state.sandbox)
 	if pod.Spec.HostNetwork {
@@ -222,19 +244,25 @@ func (w *Workers) run(ctx context.Context, pod *corev1.Pod) error {
 	if err != nil {
 		return err
 	}
-	// Init containers first, one at a time and in order, as upstream's
-	// computeInitContainerActions: the regular ones start only after
-	// every init container exited 0.
-	if next, done := nextInitContainer(pod, state); !done {
-		if next == nil {
-			return nil
-		}
-		if err := w.runContainer(ctx, pod, next, state, sbConfig, podIPs, vols, etcHosts, true); err != nil {
-			return fmt.Errorf("init container %q of pod %s/%s: %w", next.Name, pod.Namespace, pod.Name, err)
-		}
-		return nil
+	if regularContainersDone(pod, state) {
+		// Every regular container exited for good (restartPolicy Never
+		// or OnFailure): the sidecars stop too, and the pod completes
+		// (upstream's KillPod when nothing is left to keep or start).
+		return w.stopSidecars(ctx, pod, state, podIPs)
 	}
+	// Init containers first, in order, as upstream's
+	// computeInitContainerActions: the regular ones start only after
+	// every init container exited 0 and every sidecar started.
+	initToRun, initialized := initContainersToRun(pod, state, w.probes)
 	var errs []error
+	for _, c := range initToRun {
+		if err := w.runContainer(ctx, pod, c, state, sbConfig, podIPs, vols, etcHosts, true); err != nil {
+			errs = append(errs, fmt.Errorf("init container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err))
+		}
+	}
+	if !initialized {
+		return errors.Join(errs...)
+	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		if err := w.runContainer(ctx, pod, c, state, sbConfig, podIPs, vols, etcHosts, false); err != nil {
@@ -244,64 +272,135 @@ func (w *Workers) run(ctx context.Context, pod *corev1.Pod) error {
 	return errors.Join(errs...)
 }
 
-// nextInitContainer is the init container of pod to run (or wait for)
-// next; done says all of them completed (exited 0), or a regular
-// container was started already (upstream's podHasInitialized). next is
-// nil and done false when an init container failed for good (Never).
-func nextInitContainer(pod *corev1.Pod, state podState) (next *corev1.Container, done bool) {
-	for _, c := range pod.Spec.Containers {
-		if state.containers[c.Name] != nil {
-			return nil, true
-		}
-	}
+// initContainersToRun are the init containers of pod that runContainer
+// is to start, restart or check now, and whether pod is initialized (its
+// regular containers may run), as upstream's computeInitContainerActions:
+// init containers run one at a time, in order, each to completion (exit
+// 0), except sidecars (restartPolicy Always), which keep running: the next
+// one starts once a sidecar started (its startup probe passed). Once a
+// regular container was created the pod stays initialized, and only its
+// sidecars are kept running. A failed init container that is not to be
+// restarted (restartPolicy Never) leaves the pod uninitialized for good.
+func initContainersToRun(pod *corev1.Pod, state podState, probes probeResults) (run []*corev1.Container, initialized bool) {
+	initialized = regularContainerCreated(pod, state)
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		rs := state.containers[c.Name]
-		if rs != nil && rs.State == runtimeapi.ContainerState_CONTAINER_EXITED && rs.ExitCode == 0 {
+		rs := state.active[c.Name]
+		if isSidecar(c) {
+			run = append(run, c)
+			started := rs != nil && rs.State == runtimeapi.ContainerState_CONTAINER_RUNNING && (probes == nil || probes.Started(rs.Id))
+			if !initialized && !started {
+				return run, false
+			}
 			continue
 		}
-		if rs != nil && rs.State == runtimeapi.ContainerState_CONTAINER_EXITED && !shouldRestart(pod, rs.ExitCode, true) {
-			return nil, false
+		if initialized {
+			continue
 		}
-		return c, false
+		exited := rs != nil && rs.State == runtimeapi.ContainerState_CONTAINER_EXITED
+		switch {
+		case exited && rs.ExitCode == 0:
+			continue
+		case exited && !shouldRestart(pod, c, rs.ExitCode, true):
+			return run, false
+		}
+		return append(run, c), false
 	}
-	return nil, true
+	return run, true
 }
 
-// hasSidecars says whether pod has restartable init containers, which
-// orch does not run yet.
-func hasSidecars(pod *corev1.Pod) bool {
-	for _, c := range pod.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+// regularContainerCreated says whether any regular container of pod was
+// created in its newest sandbox (upstream's
+// HasAnyActiveRegularContainerStarted): the pod was then initialized.
+func regularContainerCreated(pod *corev1.Pod, state podState) bool {
+	for _, c := range pod.Spec.Containers {
+		if state.active[c.Name] != nil {
 			return true
 		}
 	}
 	return false
 }
 
+// regularContainersDone says whether every regular container of pod
+// exited and is not to run again.
+func regularContainersDone(pod *corev1.Pod, state podState) bool {
+	for i := range pod.Spec.Containers {
+		rs := state.containers[pod.Spec.Containers[i].Name]
+		if rs == nil || rs.State != runtimeapi.ContainerState_CONTAINER_EXITED || shouldRestart(pod, &pod.Spec.Containers[i], rs.ExitCode, false) {
+			return false
+		}
+	}
+	return len(pod.Spec.Containers) > 0
+}
+
+// isSidecar says whether c is a restartable init container (a sidecar).
+func isSidecar(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// removeEmptySandboxes removes the pod's sandboxes before its newest that
+// hold no container any more (their containers' last states were kept
+// until newer attempts replaced them).
+func (w *Workers) removeEmptySandboxes(ctx context.Context, pod *corev1.Pod, state podState) {
+	for _, id := range state.emptyOld {
+		if err := w.runtime.RemovePodSandbox(ctx, id); err != nil {
+			w.log.Warn("remove an old sandbox", "pod", key(pod), "sandbox", id, "err", err)
+		}
+	}
+}
+
+// removeDeadContainers removes the exited containers of pod that no
+// status needs, as upstream's container GC keeps one per container: of
+// each name the newest stays, and the one before it for lastState and
+// logs --previous while the newest runs, or when both ran in the same
+// sandbox (a crash loop); an init container run again in a new sandbox
+// lets go of its run in the old one.
+func (w *Workers) removeDeadContainers(ctx context.Context, pod *corev1.Pod, state podState) {
+	for name, hist := range state.history {
+		for i, cs := range hist {
+			if i == 0 || cs.State != runtimeapi.ContainerState_CONTAINER_EXITED {
+				continue
+			}
+			newest := hist[0]
+			if i == 1 && (newest.State != runtimeapi.ContainerState_CONTAINER_EXITED || state.sandboxOf[newest.Id] == state.sandboxOf[cs.Id]) {
+				continue
+			}
+			if err := w.runtime.RemoveContainer(ctx, cs.Id); err != nil {
+				w.log.Warn("remove an old container", "pod", key(pod), "container", name, "id", cs.Id, "err", err)
+			}
+		}
+	}
+}
+
 // runContainer creates and starts c unless it exists. An exited container
 // is created again, as the next attempt, when the pod's restartPolicy says
 // so and its back-off has passed (upstream's computePodActions); the
-// attempt before the exited one is then removed, so that the runtime keeps
-// the newest exited container of each name (for lastState and logs
-// --previous), as upstream's container GC keeps at least one.
+// attempts before the exited one are then removed: it stays for lastState
+// and logs --previous (see also removeDeadContainers).
 func (w *Workers) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, state podState, sbConfig *runtimeapi.PodSandboxConfig, podIPs []string, vols map[string]podconfig.Volume, etcHosts string, init bool) error {
 	attempt := 0
 	var remove []string
 	if hist := state.history[c.Name]; len(hist) > 0 {
 		cs := hist[0]
-		switch cs.State {
-		case runtimeapi.ContainerState_CONTAINER_CREATED:
+		switch {
+		case state.active[c.Name] == nil:
+			// Its last attempt ran in an earlier sandbox: it runs again
+			// in this one (an init container whatever its exit code).
+			if !init && !shouldRestart(pod, c, cs.ExitCode, false) || w.doBackOff(pod, c, cs) {
+				return nil
+			}
+			attempt = int(cs.GetMetadata().GetAttempt()) + 1
+		case cs.State == runtimeapi.ContainerState_CONTAINER_CREATED:
 			return w.startContainer(ctx, pod, c, cs.Id, podIPs) // created before, its start failed
-		case runtimeapi.ContainerState_CONTAINER_EXITED:
-			if !shouldRestart(pod, cs.ExitCode, init) || w.doBackOff(pod, c, cs) {
+		case cs.State == runtimeapi.ContainerState_CONTAINER_EXITED:
+			if !shouldRestart(pod, c, cs.ExitCode, init) || w.doBackOff(pod, c, cs) {
 				return nil
 			}
 			attempt = int(cs.GetMetadata().GetAttempt()) + 1
 			for _, old := range hist[1:] {
 				remove = append(remove, old.Id)
 			}
-		case runtimeapi.ContainerState_CONTAINER_RUNNING:
+		case cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
 			return w.killUnhealthy(ctx, pod, c, cs.Id)
 		default:
 			return nil
@@ -342,7 +441,7 @@ func (w *Workers) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	w.setWaiting(pod, c.Name, "", "")
 	for _, old := range remove {
 		if err := w.runtime.RemoveContainer(ctx, old); err != nil {
-			w.log.Warn("remove an old container", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "id", old, "err", err)
+			w.log.Warn("remove an old container", "pod", key(pod), "container", c.Name, "id", old, "err", err)
 		}
 	}
 	w.recorder.Eventf(pod, corev1.EventTypeNormal, "Created", "Created container: %s", c.Name)
@@ -415,7 +514,10 @@ func (w *Workers) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 	return res.Image, nil
 }
 
-// state reads the runtime's sandboxes and containers of the pod with uid.
+// state reads the runtime's sandboxes and containers of the pod with uid:
+// the newest sandbox, and the containers of all its sandboxes, so that a
+// pod whose sandbox was replaced keeps its containers' restart counts and
+// last states, as upstream's.
 func (w *Workers) state(ctx context.Context, uid string) (podState, error) {
 	var st podState
 	sandboxes, err := w.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
@@ -428,7 +530,8 @@ func (w *Workers) state(ctx context.Context, uid string) (podState, error) {
 	}
 	newest := sandboxes[0]
 	for _, sb := range sandboxes[1:] {
-		if sb.CreatedAt > newest.CreatedAt {
+		a, b := sb.GetMetadata().GetAttempt(), newest.GetMetadata().GetAttempt()
+		if a > b || a == b && sb.CreatedAt > newest.CreatedAt {
 			newest = sb
 		}
 	}
@@ -437,9 +540,19 @@ func (w *Workers) state(ctx context.Context, uid string) (podState, error) {
 		return st, err
 	}
 	st.sandbox = sbStatus.GetStatus()
-	containers, err := w.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: newest.Id})
+	containers, err := w.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		LabelSelector: map[string]string{podconfig.LabelPodUID: uid}})
 	if err != nil {
 		return st, err
+	}
+	used := map[string]bool{}
+	for _, c := range containers {
+		used[c.PodSandboxId] = true
+	}
+	for _, sb := range sandboxes {
+		if sb.Id != newest.Id && !used[sb.Id] {
+			st.emptyOld = append(st.emptyOld, sb.Id)
+		}
 	}
 	sort.SliceStable(containers, func(i, j int) bool {
 		ai, aj := containers[i].GetMetadata().GetAttempt(), containers[j].GetMetadata().GetAttempt()
@@ -450,6 +563,8 @@ func (w *Workers) state(ctx context.Context, uid string) (podState, error) {
 	})
 	st.containers = map[string]*runtimeapi.ContainerStatus{}
 	st.history = map[string][]*runtimeapi.ContainerStatus{}
+	st.active = map[string]*runtimeapi.ContainerStatus{}
+	st.sandboxOf = map[string]string{}
 	for i := len(containers) - 1; i >= 0; i-- { // newest first
 		c := containers[i]
 		res, err := w.runtime.ContainerStatus(ctx, c.Id, false)
@@ -465,6 +580,10 @@ func (w *Workers) state(ctx context.Context, uid string) (podState, error) {
 		name := c.GetMetadata().GetName()
 		if st.containers[name] == nil {
 			st.containers[name] = cs
+		}
+		st.sandboxOf[c.Id] = c.PodSandboxId
+		if st.active[name] == nil && c.PodSandboxId == newest.Id {
+			st.active[name] = cs
 		}
 		st.history[name] = append(st.history[name], cs)
 	}

@@ -274,26 +274,6 @@ func TestSyncPullFailureWaits(t *testing.T) {
 	}
 }
 
-func TestSyncRefusesSidecars(t *testing.T) {
-	p := testPod("p", corev1.RestartPolicyAlways)
-	always := corev1.ContainerRestartPolicyAlways
-	p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox", RestartPolicy: &always}}
-	h := newHarness(t, p)
-	if err := h.sync("p"); err != nil {
-		t.Fatal(err)
-	}
-	if h.called("RunPodSandbox") != 0 || h.called("CreateContainer") != 0 {
-		t.Errorf("pod with init containers was started: %v", h.rt.Calls())
-	}
-	st := h.pod("p").Status
-	if st.Phase != corev1.PodPending || st.Message != sidecarsMessage || st.Reason != "SidecarContainersUnsupported" {
-		t.Fatalf("status %+v", st)
-	}
-	if c := findCondition(st.Conditions, corev1.PodInitialized); c == nil || c.Status != corev1.ConditionFalse {
-		t.Errorf("Initialized %+v", c)
-	}
-}
-
 func TestSyncTerminatesDeletedPod(t *testing.T) {
 	h := newHarness(t, testPod("p", corev1.RestartPolicyAlways))
 	if err := h.sync("p"); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,52 +61,98 @@ func (w *Workers) killStale(ctx context.Context, namespace, name, keep string) e
 }
 
 // kill stops the containers of the sandboxes labelled key=value within
-// grace seconds, all at once, then stops and removes the sandboxes. pod,
-// when not nil, gets the Killing events and its containers' preStop hooks
-// run first.
+// grace seconds, then stops and removes the sandboxes. pod, when not nil,
+// gets the Killing events and its containers' preStop hooks run first.
 func (w *Workers) kill(ctx context.Context, pod *corev1.Pod, key, value string, grace int64) error {
 	sandboxes, err := w.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{key: value}})
 	if err != nil {
 		return err
 	}
 	for _, sb := range sandboxes {
-		containers, err := w.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: sb.Id})
-		if err != nil {
-			return err
-		}
-		podIP := ""
-		if st, err := w.runtime.PodSandboxStatus(ctx, sb.Id, false); err == nil {
-			if ips := sandboxIPs(st.GetStatus()); len(ips) > 0 {
-				podIP = ips[0]
-			}
-		}
-		errs := make(chan error, len(containers))
-		running := 0
-		for _, c := range containers {
-			if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING && c.State != runtimeapi.ContainerState_CONTAINER_CREATED {
-				continue
-			}
-			running++
-			spec := &corev1.Container{Name: c.GetMetadata().GetName()}
-			if pod != nil {
-				if found := specOf(pod, spec.Name); found != nil {
-					spec = found
-				}
-			}
-			go func(id string) { errs <- w.stopContainer(ctx, pod, spec, id, podIP, grace, true) }(c.Id)
-		}
-		var stopErrs []error
-		for range running {
-			stopErrs = append(stopErrs, <-errs)
-		}
-		if err := errors.Join(stopErrs...); err != nil {
-			return err
-		}
-		if err := w.runtime.StopPodSandbox(ctx, sb.Id); err != nil {
+		if err := w.stopSandbox(ctx, pod, sb.Id, grace); err != nil {
 			return err
 		}
 		if err := w.runtime.RemovePodSandbox(ctx, sb.Id); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// stopSandbox stops the containers of sandbox id within grace seconds,
+// then the sandbox, as upstream's killPodWithSyncResult: the regular
+// containers all at once, then the sidecars one by one in reverse order,
+// each within what is left of the grace period.
+func (w *Workers) stopSandbox(ctx context.Context, pod *corev1.Pod, id string, grace int64) error {
+	start := time.Now()
+	containers, err := w.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: id})
+	if err != nil {
+		return err
+	}
+	podIP := ""
+	if st, err := w.runtime.PodSandboxStatus(ctx, id, false); err == nil {
+		if ips := sandboxIPs(st.GetStatus()); len(ips) > 0 {
+			podIP = ips[0]
+		}
+	}
+	running := map[string]string{} // container name → ID
+	for _, c := range containers {
+		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING || c.State == runtimeapi.ContainerState_CONTAINER_CREATED {
+			running[c.GetMetadata().GetName()] = c.Id
+		}
+	}
+	var sidecars []*corev1.Container
+	if pod != nil {
+		for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
+			if c := &pod.Spec.InitContainers[i]; isSidecar(c) && running[c.Name] != "" {
+				sidecars = append(sidecars, c)
+			}
+		}
+	}
+	errs := make(chan error, len(running))
+	regular := 0
+	for name, cid := range running {
+		if slices.ContainsFunc(sidecars, func(c *corev1.Container) bool { return c.Name == name }) {
+			continue
+		}
+		spec := &corev1.Container{Name: name}
+		if pod != nil {
+			if found := specOf(pod, name); found != nil {
+				spec = found
+			}
+		}
+		regular++
+		go func() { errs <- w.stopContainer(ctx, pod, spec, cid, podIP, grace, true) }()
+	}
+	var stopErrs []error
+	for range regular {
+		stopErrs = append(stopErrs, <-errs)
+	}
+	for _, c := range sidecars {
+		left := grace - int64(time.Since(start).Seconds())
+		stopErrs = append(stopErrs, w.stopContainer(ctx, pod, c, running[c.Name], podIP, left, true))
+	}
+	if err := errors.Join(stopErrs...); err != nil {
+		return err
+	}
+	return w.runtime.StopPodSandbox(ctx, id)
+}
+
+// stopSidecars stops pod's running sidecars, one by one in reverse order,
+// once its regular containers are done.
+func (w *Workers) stopSidecars(ctx context.Context, pod *corev1.Pod, state podState, podIPs []string) error {
+	podIP := ""
+	if len(podIPs) > 0 {
+		podIP = podIPs[0]
+	}
+	for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
+		c := &pod.Spec.InitContainers[i]
+		rs := state.active[c.Name]
+		if !isSidecar(c) || rs == nil || rs.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue
+		}
+		if err := w.stopContainer(ctx, pod, c, rs.Id, podIP, gracePeriod(pod), true); err != nil {
+			return fmt.Errorf("stop sidecar %q of pod %s: %w", c.Name, key(pod), err)
 		}
 	}
 	return nil
