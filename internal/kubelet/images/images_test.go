@@ -98,17 +98,31 @@ func TestWriteRefusesRelativePaths(t *testing.T) {
 	}
 }
 
-// TestPauseRunsUntilKilled runs the built-in pause program on this machine:
-// it must not crash (a bad ELF or bad code dies at once) and must still be
-// sleeping when it is killed.
+// TestPauseRunsUntilKilled runs the built-in pause program of each
+// architecture, the foreign one under qemu user emulation: it must not
+// crash (a bad ELF or bad code dies at once) and must still be sleeping
+// when it is killed.
 func TestPauseRunsUntilKilled(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		if _, err := pauseProgram(runtime.GOARCH); err == nil {
-			t.Fatalf("no test for the pause program on %s", runtime.GOARCH)
-		}
-		return
+	for _, arch := range []string{"amd64", "arm64"} {
+		t.Run(arch, func(t *testing.T) { runPause(t, arch) })
 	}
-	program, err := pauseProgram("amd64")
+	if _, err := pauseProgram("s390x"); err == nil {
+		t.Error("a pause program for s390x, which orch has none for")
+	}
+	var image bytes.Buffer
+	if err := WritePause(&image, "amd64"); err != nil {
+		t.Fatal(err)
+	}
+	if len(image.Bytes()) > 16<<10 {
+		t.Errorf("the pause image is %d bytes; it should be a few KiB", image.Len())
+	}
+}
+
+// qemu names the user-mode emulator of each architecture.
+var qemu = map[string]string{"amd64": "qemu-x86_64-static", "arm64": "qemu-aarch64-static"}
+
+func runPause(t *testing.T, arch string) {
+	program, err := pauseProgram(arch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +131,15 @@ func TestPauseRunsUntilKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin)
+	if arch != runtime.GOARCH {
+		emulator, err := exec.LookPath(qemu[arch])
+		if err != nil {
+			t.Fatalf("%s runs the %s pause program here: install qemu-user-static (scripts/test-deps.sh does): %v", qemu[arch], arch, err)
+		}
+		cmd = exec.Command(emulator, bin)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -124,19 +147,11 @@ func TestPauseRunsUntilKilled(t *testing.T) {
 	go func() { exited <- cmd.Wait() }()
 	select {
 	case err := <-exited:
-		t.Fatalf("pause exited on its own: %v", err)
+		t.Fatalf("pause exited on its own: %v %s", err, stderr.String())
 	case <-time.After(300 * time.Millisecond):
 	}
 	cmd.Process.Kill()
 	if err := <-exited; err == nil || err.Error() != "signal: killed" {
 		t.Fatalf("pause ended with %v, want killed", err)
-	}
-
-	var image bytes.Buffer
-	if err := WritePause(&image, "amd64"); err != nil {
-		t.Fatal(err)
-	}
-	if len(image.Bytes()) > 16<<10 {
-		t.Errorf("the pause image is %d bytes; it should be a few KiB", image.Len())
 	}
 }

@@ -43,16 +43,53 @@ var amd64Pause = []byte{
 	0, 0, 0, 0, 0, 0, 0, 0, // sa_mask
 }
 
+// arm64Pause is the machine code of the AArch64 pause program (words,
+// little-endian); arm64 has no pause(2), so it waits in ppoll with no
+// file descriptors and no timeout. The sigaction follows the code.
+var arm64Pause = words(
+	0xd28010c8, // movz x8, #134 (rt_sigaction)
+	0xd2800220, // movz x0, #17 (SIGCHLD)
+	0x10000181, // adr x1, .+48 (the sigaction below)
+	0xd2800002, // movz x2, #0 (no old action)
+	0xd2800103, // movz x3, #8 (sigset size)
+	0xd4000001, // svc #0
+	0xd2800928, // loop: movz x8, #73 (ppoll)
+	0xd2800000, // movz x0, #0 (no fds)
+	0xd2800001, // movz x1, #0
+	0xd2800002, // movz x2, #0 (no timeout)
+	0xd2800003, // movz x3, #0 (no sigmask)
+	0xd2800004, // movz x4, #0
+	0xd4000001, // svc #0
+	0x17fffff9, // b loop
+	0x00000001, 0, // sa_handler = SIG_IGN
+	0, 0, // sa_flags
+	0, 0, // sa_restorer
+	0, 0, // sa_mask
+)
+
+// words is the little-endian encoding of ws.
+func words(ws ...uint32) []byte {
+	out := make([]byte, 0, 4*len(ws))
+	for _, w := range ws {
+		out = binary.LittleEndian.AppendUint32(out, w)
+	}
+	return out
+}
+
 // pauseProgram wraps the code for arch in a minimal static ELF executable:
 // one header, one loadable segment, no sections.
 func pauseProgram(arch string) ([]byte, error) {
 	var code []byte
 	var machine uint16
+	align := uint64(0x1000)
 	switch arch {
 	case "amd64":
 		code, machine = amd64Pause, 0x3e
+	case "arm64":
+		code, machine = arm64Pause, 0xb7
+		align = 0x10000 // arm64 kernels may use 64 KiB pages
 	default:
-		return nil, fmt.Errorf("orch has a built-in pause image for amd64 only, not for %s", arch)
+		return nil, fmt.Errorf("orch has a built-in pause image for amd64 and arm64 only, not for %s", arch)
 	}
 	const base, headers = 0x400000, 64 + 56
 	size := uint64(headers + len(code))
@@ -65,7 +102,7 @@ func pauseProgram(arch string) ([]byte, error) {
 		uint32(0), uint16(64), uint16(56), uint16(1), // flags, header sizes, one program header
 		uint16(0), uint16(0), uint16(0), // no section headers
 		uint32(1), uint32(5), uint64(0), // PT_LOAD, read+execute, from file offset 0
-		uint64(base), uint64(base), size, size, uint64(0x1000), // addresses, sizes, alignment
+		uint64(base), uint64(base), size, size, align, // addresses, sizes, alignment
 	} {
 		if err := binary.Write(&elf, le, v); err != nil {
 			return nil, err
