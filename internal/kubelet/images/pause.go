@@ -47,20 +47,20 @@ var amd64Pause = []byte{
 // little-endian); arm64 has no pause(2), so it waits in ppoll with no
 // file descriptors and no timeout. The sigaction follows the code.
 var arm64Pause = words(
-	0xd28010c8, // movz x8, #134 (rt_sigaction)
-	0xd2800220, // movz x0, #17 (SIGCHLD)
-	0x10000181, // adr x1, .+48 (the sigaction below)
-	0xd2800002, // movz x2, #0 (no old action)
-	0xd2800103, // movz x3, #8 (sigset size)
-	0xd4000001, // svc #0
-	0xd2800928, // loop: movz x8, #73 (ppoll)
-	0xd2800000, // movz x0, #0 (no fds)
-	0xd2800001, // movz x1, #0
-	0xd2800002, // movz x2, #0 (no timeout)
-	0xd2800003, // movz x3, #0 (no sigmask)
-	0xd2800004, // movz x4, #0
-	0xd4000001, // svc #0
-	0x17fffff9, // b loop
+	0xd28010c8,    // movz x8, #134 (rt_sigaction)
+	0xd2800220,    // movz x0, #17 (SIGCHLD)
+	0x10000181,    // adr x1, .+48 (the sigaction below)
+	0xd2800002,    // movz x2, #0 (no old action)
+	0xd2800103,    // movz x3, #8 (sigset size)
+	0xd4000001,    // svc #0
+	0xd2800928,    // loop: movz x8, #73 (ppoll)
+	0xd2800000,    // movz x0, #0 (no fds)
+	0xd2800001,    // movz x1, #0
+	0xd2800002,    // movz x2, #0 (no timeout)
+	0xd2800003,    // movz x3, #0 (no sigmask)
+	0xd2800004,    // movz x4, #0
+	0xd4000001,    // svc #0
+	0x17fffff9,    // b loop
 	0x00000001, 0, // sa_handler = SIG_IGN
 	0, 0, // sa_flags
 	0, 0, // sa_restorer
