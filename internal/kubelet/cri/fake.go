@@ -40,6 +40,7 @@ type Fake struct {
 type fakeContainer struct {
 	sandboxID string
 	status    *runtimeapi.ContainerStatus
+	config    *runtimeapi.ContainerConfig
 }
 
 // NewFake returns an empty fake runtime.
@@ -58,6 +59,16 @@ func (f *Fake) SetImage(ref string, size uint64, pinned bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.images[ref] = &runtimeapi.Image{Id: "sha256:" + ref, RepoTags: []string{ref}, Size: size, Pinned: pinned}
+}
+
+// ContainerConfig is the config container id was created with, or nil.
+func (f *Fake) ContainerConfig(id string) *runtimeapi.ContainerConfig {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.containers[id]; ok {
+		return clone(c.config)
+	}
+	return nil
 }
 
 // FailNext makes the next call of method (e.g. "StartContainer") return err.
@@ -284,7 +295,7 @@ func (f *Fake) CreateContainer(ctx context.Context, podSandboxID string, config 
 		Id: id, Metadata: config.Metadata, State: runtimeapi.ContainerState_CONTAINER_CREATED,
 		CreatedAt: f.now().UnixNano(), Image: config.Image, ImageRef: img.Id, ImageId: img.Id,
 		Labels: config.Labels, Annotations: config.Annotations, LogPath: logPath, Mounts: config.Mounts,
-	}}
+	}, config: clone(config)}
 	return id, nil
 }
 

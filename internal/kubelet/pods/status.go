@@ -108,6 +108,14 @@ func podStatus(pod *corev1.Pod, state podState, waiting map[string]*corev1.Conta
 		}
 		s.ContainerStatuses = append(s.ContainerStatuses, cs)
 	}
+	// Ephemeral containers (kubectl debug) count for neither phase nor
+	// readiness.
+	s.EphemeralContainerStatuses = nil
+	for i := range pod.Spec.EphemeralContainers {
+		c := corev1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses,
+			containerStatus(pod, c, state.containers[c.Name], previous(state, c.Name), waiting[c.Name], probes, defaultReason, false))
+	}
 	s.Phase = getPhase(pod, s.InitContainerStatuses, s.ContainerStatuses, false)
 	if old.Phase == corev1.PodSucceeded || old.Phase == corev1.PodFailed {
 		s.Phase = old.Phase // a terminal phase is final

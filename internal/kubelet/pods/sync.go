@@ -209,8 +209,15 @@ func (w *Workers) run(ctx context.Context, pod *corev1.Pod) error {
 	}
 	// The runtime writes container logs there, as upstream's kubelet
 	// prepares them: <root>/<ns>_<name>_<uid>/<container>/.
+	var names []string
 	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		if err := os.MkdirAll(filepath.Join(sbConfig.LogDirectory, c.Name), 0o755); err != nil {
+		names = append(names, c.Name)
+	}
+	for _, ec := range pod.Spec.EphemeralContainers {
+		names = append(names, ec.Name)
+	}
+	for _, name := range names {
+		if err := os.MkdirAll(filepath.Join(sbConfig.LogDirectory, name), 0o755); err != nil {
 			return fmt.Errorf("make the log directory of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 		}
 	}
@@ -253,10 +260,11 @@ func (w *Workers) run(ctx context.Context, pod *corev1.Pod) error {
 	// Init containers first, in order, as upstream's
 	// computeInitContainerActions: the regular ones start only after
 	// every init container exited 0 and every sidecar started.
+	env := sandboxEnv{state: state, config: sbConfig, podIPs: podIPs, volumes: vols, etcHosts: etcHosts}
 	initToRun, initialized := initContainersToRun(pod, state, w.probes)
 	var errs []error
 	for _, c := range initToRun {
-		if err := w.runContainer(ctx, pod, c, state, sbConfig, podIPs, vols, etcHosts, true); err != nil {
+		if err := w.runContainer(ctx, pod, c, env, true); err != nil {
 			errs = append(errs, fmt.Errorf("init container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err))
 		}
 	}
@@ -265,11 +273,51 @@ func (w *Workers) run(ctx context.Context, pod *corev1.Pod) error {
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		if err := w.runContainer(ctx, pod, c, state, sbConfig, podIPs, vols, etcHosts, false); err != nil {
+		if err := w.runContainer(ctx, pod, c, env, false); err != nil {
 			errs = append(errs, fmt.Errorf("container %q of pod %s/%s: %w", c.Name, pod.Namespace, pod.Name, err))
 		}
 	}
+	for i := range pod.Spec.EphemeralContainers {
+		if err := w.runEphemeral(ctx, pod, &pod.Spec.EphemeralContainers[i], env); err != nil {
+			errs = append(errs, fmt.Errorf("ephemeral container %q of pod %s/%s: %w", pod.Spec.EphemeralContainers[i].Name, pod.Namespace, pod.Name, err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// sandboxEnv is what the containers of a pod share in one sync: the
+// runtime's state of the pod, and its sandbox's config, IPs, volumes and
+// /etc/hosts.
+type sandboxEnv struct {
+	state    podState
+	config   *runtimeapi.PodSandboxConfig
+	podIPs   []string
+	volumes  map[string]podconfig.Volume
+	etcHosts string
+}
+
+// runEphemeral starts ephemeral container ec (kubectl debug) once, as
+// upstream: it is never restarted, and it may share the process namespace
+// of its target container.
+func (w *Workers) runEphemeral(ctx context.Context, pod *corev1.Pod, ec *corev1.EphemeralContainer, env sandboxEnv) error {
+	c := (*corev1.Container)(&ec.EphemeralContainerCommon)
+	if cs := env.state.active[c.Name]; cs != nil {
+		if cs.State == runtimeapi.ContainerState_CONTAINER_CREATED {
+			return w.startContainer(ctx, pod, c, cs.Id, env.podIPs) // created before, its start failed
+		}
+		return nil
+	}
+	target := ""
+	if ec.TargetContainerName != "" {
+		t := env.state.active[ec.TargetContainerName]
+		if t == nil {
+			err := fmt.Errorf("unable to find target container %s", ec.TargetContainerName)
+			w.setWaiting(pod, c.Name, "CreateContainerConfigError", err.Error())
+			return err
+		}
+		target = t.Id
+	}
+	return w.createContainer(ctx, pod, c, env, 0, nil, target)
 }
 
 // initContainersToRun are the init containers of pod that runContainer
@@ -377,13 +425,13 @@ func (w *Workers) removeDeadContainers(ctx context.Context, pod *corev1.Pod, sta
 // so and its back-off has passed (upstream's computePodActions); the
 // attempts before the exited one are then removed: it stays for lastState
 // and logs --previous (see also removeDeadContainers).
-func (w *Workers) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, state podState, sbConfig *runtimeapi.PodSandboxConfig, podIPs []string, vols map[string]podconfig.Volume, etcHosts string, init bool) error {
+func (w *Workers) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, env sandboxEnv, init bool) error {
 	attempt := 0
 	var remove []string
-	if hist := state.history[c.Name]; len(hist) > 0 {
+	if hist := env.state.history[c.Name]; len(hist) > 0 {
 		cs := hist[0]
 		switch {
-		case state.active[c.Name] == nil:
+		case env.state.active[c.Name] == nil:
 			// Its last attempt ran in an earlier sandbox: it runs again
 			// in this one (an init container whatever its exit code).
 			if !init && !shouldRestart(pod, c, cs.ExitCode, false) || w.doBackOff(pod, c, cs) {
@@ -391,7 +439,7 @@ func (w *Workers) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 			}
 			attempt = int(cs.GetMetadata().GetAttempt()) + 1
 		case cs.State == runtimeapi.ContainerState_CONTAINER_CREATED:
-			return w.startContainer(ctx, pod, c, cs.Id, podIPs) // created before, its start failed
+			return w.startContainer(ctx, pod, c, cs.Id, env.podIPs) // created before, its start failed
 		case cs.State == runtimeapi.ContainerState_CONTAINER_EXITED:
 			if !shouldRestart(pod, c, cs.ExitCode, init) || w.doBackOff(pod, c, cs) {
 				return nil
@@ -406,7 +454,15 @@ func (w *Workers) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 			return nil
 		}
 	}
-	img, err := w.ensureImage(ctx, pod, c, sbConfig)
+	return w.createContainer(ctx, pod, c, env, attempt, remove, "")
+}
+
+// createContainer creates attempt of c (pulling its image first when
+// needed), removes the older attempts remove, and starts it. target, when
+// set, is the container whose process namespace it joins (an ephemeral
+// container's target).
+func (w *Workers) createContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, env sandboxEnv, attempt int, remove []string, target string) error {
+	img, err := w.ensureImage(ctx, pod, c, env.config)
 	if errors.Is(err, errPullBackOff) {
 		return nil // requeued for when the back-off ends
 	}
@@ -424,15 +480,15 @@ func (w *Workers) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 		return err
 	}
 	cfg, err := podconfig.ContainerConfig(pod, c, w.node, podconfig.Container{
-		RestartCount: attempt, ImageRef: img.Id, ImageUID: imageUID, ImageUsername: username, PodIPs: podIPs,
-		Volumes: vols, TerminationLogPath: termLog, EtcHostsPath: etcHosts,
+		RestartCount: attempt, ImageRef: img.Id, ImageUID: imageUID, ImageUsername: username, PodIPs: env.podIPs,
+		Volumes: env.volumes, TerminationLogPath: termLog, EtcHostsPath: env.etcHosts, TargetContainerID: target,
 	}, envSource{w.client, w.services})
 	if err != nil {
 		w.setWaiting(pod, c.Name, "CreateContainerConfigError", err.Error())
 		w.recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
 		return err
 	}
-	id, err := w.runtime.CreateContainer(ctx, state.sandbox.Id, cfg, sbConfig)
+	id, err := w.runtime.CreateContainer(ctx, env.state.sandbox.Id, cfg, env.config)
 	if err != nil {
 		w.setWaiting(pod, c.Name, "CreateContainerError", err.Error())
 		w.recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: %v", err)
@@ -445,7 +501,7 @@ func (w *Workers) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 		}
 	}
 	w.recorder.Eventf(pod, corev1.EventTypeNormal, "Created", "Created container: %s", c.Name)
-	return w.startContainer(ctx, pod, c, id, podIPs)
+	return w.startContainer(ctx, pod, c, id, env.podIPs)
 }
 
 // startContainer starts container id of c and runs its postStart hook:

@@ -179,13 +179,19 @@ func (w *Workers) stopContainer(ctx context.Context, pod *corev1.Pod, c *corev1.
 	return w.runtime.StopContainer(ctx, id, max(grace, minGracePeriod))
 }
 
-// specOf is pod's container or init container called name, or nil.
+// specOf is pod's container, init container or ephemeral container
+// called name, or nil.
 func specOf(pod *corev1.Pod, name string) *corev1.Container {
 	for _, list := range [][]corev1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
 		for i := range list {
 			if list[i].Name == name {
 				return &list[i]
 			}
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if ec := &pod.Spec.EphemeralContainers[i]; ec.Name == name {
+			return (*corev1.Container)(&ec.EphemeralContainerCommon)
 		}
 	}
 	return nil
