@@ -55,8 +55,12 @@
 // Static pods (StaticPodDir, internal/kubelet/staticpods) run from their
 // files; their status goes to their mirror pods in the API.
 //
-// Not yet done: ephemeral containers, resize, eviction under node
-// pressure. (A pod whose disk-backed emptyDir outgrew its sizeLimit is
+// Ephemeral containers (kubectl debug) are started once, after the
+// regular ones, in the PID namespace of their target container when they
+// name one, and never restarted; they count for neither the pod's phase
+// nor its readiness.
+//
+// Not yet done: resize, eviction under node pressure. (A pod whose disk-backed emptyDir outgrew its sizeLimit is
 // evicted: Failed, reason Evicted.)
 //
 //	w := pods.New(client, podconfig.Node{Name: "node-1", HostIPs: ips}, runtime, log)
