@@ -52,6 +52,9 @@ type Config struct {
 	ContainerRuntimeEndpoint string
 	// KubeletPort is the port of the kubelet API (DefaultKubeletPort when 0).
 	KubeletPort int
+	// EvictionHard are the thresholds of the node's pressure conditions
+	// (--eviction-hard): node.DefaultEvictionHard when nil, none when empty.
+	EvictionHard []node.Threshold
 }
 
 // DefaultKubeletPort is the kubelet API's port, as upstream's.
@@ -153,13 +156,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("orch agent: client for the server: %w", err)
 	}
-	nodeCfg := node.Config{Name: c.NodeName, NodeIPs: c.ips, Labels: c.Labels, Taints: c.Taints, DataDir: c.DataDir, KubeletPort: c.KubeletPort}
+	nodeCfg := node.Config{Name: c.NodeName, NodeIPs: c.ips, Labels: c.Labels, Taints: c.Taints, DataDir: c.DataDir, KubeletPort: c.KubeletPort,
+		EvictionHard: c.EvictionHard}
 
 	components := []run.Named{{Name: "node certificates", Runnable: renewer}}
 	endpoint := c.ContainerRuntimeEndpoint
 	ready := func(ctx context.Context) error { return nil } // the runtime is up
 	if endpoint == "" {
 		ccfg := containerd.NewConfig(c.DataDir).WithState(ContainerdState(c.DataDir))
+		nodeCfg.ImageFsDir = ccfg.Root // else the runtime's image file system
 		sup := containerd.NewSupervisor(ccfg, log)
 		store, err := containerd.NewStore(ccfg.Address)
 		if err != nil {

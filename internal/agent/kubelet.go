@@ -41,6 +41,7 @@ func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kub
 		CgroupV2:       cgroupV2(),
 	}, rt, log)
 	workers.RootDir = filepath.Join(c.DataDir, "agent", "kubelet")
+	nodeCfg.KubeletDir = workers.RootDir // the nodefs
 	workers.StaticPodDir = filepath.Join(c.DataDir, "agent", "pod-manifests")
 	if err := os.MkdirAll(workers.StaticPodDir, 0o755); err != nil {
 		return nil, fmt.Errorf("orch agent: %w", err)

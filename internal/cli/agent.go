@@ -40,6 +40,9 @@ func nodeFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "node-taint", Usage: "taint key=value:Effect set when the node registers (repeatable; Effect is NoSchedule, PreferNoSchedule or NoExecute)"},
 		&cli.StringFlag{Name: "container-runtime-endpoint", Usage: "CRI socket of a running container runtime (default: orch starts and supervises containerd)"},
 		&cli.IntFlag{Name: "kubelet-port", Value: agent.DefaultKubeletPort, Usage: "port of the kubelet API (logs, exec, port-forward)"},
+		&cli.StringSliceFlag{Name: "eviction-hard", Usage: "hard eviction thresholds signal<quantity or signal<percent% (comma-separated or repeated) " +
+			"that set the node's MemoryPressure, DiskPressure and PIDPressure conditions; given, they replace the defaults " +
+			"(default: " + node.DefaultEvictionHardFlag + "; pods are not evicted)"},
 	}
 }
 
@@ -54,6 +57,12 @@ func agentConfig(c *cli.Context) (agent.Config, error) {
 	if err != nil {
 		return agent.Config{}, err
 	}
+	var evictionHard []node.Threshold // nil: the defaults
+	if c.IsSet("eviction-hard") {
+		if evictionHard, err = node.ParseEvictionHard(c.StringSlice("eviction-hard")); err != nil {
+			return agent.Config{}, err
+		}
+	}
 	return agent.Config{
 		Server:                   c.String("server"),
 		Token:                    c.String("token"),
@@ -65,6 +74,7 @@ func agentConfig(c *cli.Context) (agent.Config, error) {
 		Taints:                   taints,
 		ContainerRuntimeEndpoint: c.String("container-runtime-endpoint"),
 		KubeletPort:              c.Int("kubelet-port"),
+		EvictionHard:             evictionHard,
 	}, nil
 }
 

@@ -7,6 +7,12 @@
 // taints are rate-limited (0.1 per second, as --node-eviction-rate), and none
 // are added while every node is unhealthy (the problem is then more likely the
 // server's network than the nodes).
+//
+// As upstream's TaintNodesByCondition, a node whose MemoryPressure,
+// DiskPressure, PIDPressure or NetworkUnavailable condition is True gets the
+// NoSchedule taint node.kubernetes.io/memory-pressure, disk-pressure,
+// pid-pressure or network-unavailable; it is removed once the condition is
+// not True (also when the node turns Unknown).
 package nodelifecycle
 
 import (
@@ -153,8 +159,9 @@ func (c *Controller) reconcileNode(ctx context.Context, node *corev1.Node, h Hea
 		}
 		node = marked // taint the node as just written, or the update conflicts
 	}
-	taints, changed := reconcileTaints(node.Spec.Taints, wantedTaints(h), now, false)
-	withNoExecute, _ := reconcileTaints(node.Spec.Taints, wantedTaints(h), now, true)
+	wanted := append(wantedTaints(h), conditionTaints(node)...)
+	taints, changed := reconcileTaints(node.Spec.Taints, wanted, now, false)
+	withNoExecute, _ := reconcileTaints(node.Spec.Taints, wanted, now, true)
 	if len(withNoExecute) > len(taints) && !fullDisruption && c.limiter.TryAccept() {
 		taints, changed = withNoExecute, true
 	}

@@ -68,8 +68,42 @@ func wantedTaints(h Health) []corev1.Taint {
 	return nil
 }
 
+// conditionTaintKeys are the NoSchedule taints of the node conditions that
+// are True (upstream's TaintNodesByCondition; Ready has its own, above).
+var conditionTaintKeys = map[corev1.NodeConditionType]string{
+	corev1.NodeMemoryPressure:     corev1.TaintNodeMemoryPressure,
+	corev1.NodeDiskPressure:       corev1.TaintNodeDiskPressure,
+	corev1.NodePIDPressure:        corev1.TaintNodePIDPressure,
+	corev1.NodeNetworkUnavailable: corev1.TaintNodeNetworkUnavailable,
+}
+
+// conditionTaints are the NoSchedule taints of node's True conditions,
+// in the order of its conditions.
+func conditionTaints(node *corev1.Node) []corev1.Taint {
+	var taints []corev1.Taint
+	for _, c := range node.Status.Conditions {
+		if key, ok := conditionTaintKeys[c.Type]; ok && c.Status == corev1.ConditionTrue {
+			taints = append(taints, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoSchedule})
+		}
+	}
+	return taints
+}
+
+// isLifecycleTaint says whether the controller owns t: any not-ready or
+// unreachable taint, and the NoSchedule taints of conditions.
 func isLifecycleTaint(t corev1.Taint) bool {
-	return t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable
+	if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+		return true
+	}
+	if t.Effect != corev1.TaintEffectNoSchedule {
+		return false
+	}
+	for _, key := range conditionTaintKeys {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // reconcileTaints returns the node's taints with the lifecycle ones replaced

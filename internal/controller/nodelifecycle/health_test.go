@@ -1,6 +1,7 @@
 package nodelifecycle
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -79,5 +80,49 @@ func TestEvictionTime(t *testing.T) {
 	}
 	if at, _ := evictionTime(pod(tol(nil), tol(ptr.To[int64](60))), taints); !at.Equal(added.Add(60 * time.Second)) {
 		t.Errorf("the smallest limit counts: %v", at)
+	}
+}
+
+func TestConditionTaints(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	node := func(status map[corev1.NodeConditionType]corev1.ConditionStatus, taints ...corev1.Taint) *corev1.Node {
+		n := &corev1.Node{Spec: corev1.NodeSpec{Taints: taints}}
+		for _, typ := range []corev1.NodeConditionType{corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure, corev1.NodeReady} {
+			if s, ok := status[typ]; ok {
+				n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: typ, Status: s})
+			}
+		}
+		return n
+	}
+	noSchedule := func(key string) corev1.Taint { return corev1.Taint{Key: key, Effect: corev1.TaintEffectNoSchedule} }
+	other := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+
+	pressed := node(map[corev1.NodeConditionType]corev1.ConditionStatus{
+		corev1.NodeMemoryPressure: corev1.ConditionTrue, corev1.NodeDiskPressure: corev1.ConditionFalse,
+		corev1.NodePIDPressure: corev1.ConditionTrue, corev1.NodeReady: corev1.ConditionTrue}, other)
+	want := []corev1.Taint{noSchedule(corev1.TaintNodeMemoryPressure), noSchedule(corev1.TaintNodePIDPressure)}
+	if got := conditionTaints(pressed); !reflect.DeepEqual(got, want) {
+		t.Fatalf("conditionTaints = %v, want %v", got, want)
+	}
+	taints, changed := reconcileTaints(pressed.Spec.Taints, conditionTaints(pressed), now, false)
+	if !changed || !reflect.DeepEqual(taints, append([]corev1.Taint{other}, want...)) {
+		t.Errorf("pressure taints added: %v (changed %v)", taints, changed)
+	}
+	if _, changed := reconcileTaints(taints, conditionTaints(pressed), now, false); changed {
+		t.Error("the same taints again changed something")
+	}
+
+	// Memory recovered; Unknown (a silent node) is not True either.
+	calm := node(map[corev1.NodeConditionType]corev1.ConditionStatus{
+		corev1.NodeMemoryPressure: corev1.ConditionFalse, corev1.NodePIDPressure: corev1.ConditionUnknown}, taints...)
+	taints, changed = reconcileTaints(calm.Spec.Taints, conditionTaints(calm), now, false)
+	if !changed || !reflect.DeepEqual(taints, []corev1.Taint{other}) {
+		t.Errorf("pressure gone: %v (changed %v), want only %v", taints, changed, other)
+	}
+
+	// A pressure key with another effect is not the controller's.
+	mine := corev1.Taint{Key: corev1.TaintNodeDiskPressure, Effect: corev1.TaintEffectNoExecute}
+	if taints, changed := reconcileTaints([]corev1.Taint{mine}, nil, now, false); changed || len(taints) != 1 {
+		t.Errorf("a disk-pressure NoExecute taint set by someone else: %v (changed %v), want it kept", taints, changed)
 	}
 }

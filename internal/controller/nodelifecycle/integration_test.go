@@ -1,11 +1,14 @@
 package nodelifecycle_test
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"orch/internal/controller/controllertest"
@@ -81,4 +84,78 @@ func TestSilentNodeIsTaintedAndItsPodsEvicted(t *testing.T) {
 		n, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
 		return err == nil && len(n.Spec.Taints) == 0
 	})
+}
+
+// TestPressureConditionsTaintTheNode: a node whose kubelet reports
+// MemoryPressure, DiskPressure or PIDPressure True gets the matching
+// NoSchedule taint, and loses it once the condition is False again, as
+// upstream's TaintNodesByCondition; its own taints stay.
+func TestPressureConditionsTaintTheNode(t *testing.T) {
+	env := controllertest.New(t, corev1.NamespaceNodeLease)
+	c, err := nodelifecycle.New(env.Context)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Monitor = 200 * time.Millisecond
+	sim := simnode.New(env.Context.Client, env.Context.Log)
+	sim.LeaseInterval = 200 * time.Millisecond
+	ctx := t.Context()
+	own := corev1.Taint{Key: "dedicated", Value: "edge", Effect: corev1.TaintEffectNoSchedule}
+	if err := sim.Add(ctx, simnode.Node{Name: "n1", Taints: []corev1.Taint{own}}); err != nil {
+		t.Fatal(err)
+	}
+	env.Start(t, c, sim)
+	client := env.Context.Client
+
+	// set sets the node's pressure conditions, as its kubelet would.
+	set := func(status map[corev1.NodeConditionType]corev1.ConditionStatus) {
+		t.Helper()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			for i, cond := range n.Status.Conditions {
+				if s, ok := status[cond.Type]; ok {
+					n.Status.Conditions[i].Status = s
+				}
+			}
+			_, err = client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// taintsAre waits until the node's taints are own plus the given
+	// NoSchedule keys.
+	taintsAre := func(keys ...string) {
+		t.Helper()
+		want := []string{"dedicated:NoSchedule"}
+		for _, k := range keys {
+			want = append(want, k+":NoSchedule")
+		}
+		slices.Sort(want)
+		var got []string
+		controllertest.EventuallyTrue(t, fmt.Sprintf("taints %v", want), func() bool {
+			n, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			got = nil
+			for _, taint := range n.Spec.Taints {
+				got = append(got, taint.Key+":"+string(taint.Effect))
+			}
+			slices.Sort(got)
+			return slices.Equal(got, want)
+		})
+	}
+
+	set(map[corev1.NodeConditionType]corev1.ConditionStatus{corev1.NodeMemoryPressure: corev1.ConditionTrue})
+	taintsAre(corev1.TaintNodeMemoryPressure)
+	set(map[corev1.NodeConditionType]corev1.ConditionStatus{corev1.NodeMemoryPressure: corev1.ConditionFalse,
+		corev1.NodeDiskPressure: corev1.ConditionTrue, corev1.NodePIDPressure: corev1.ConditionTrue})
+	taintsAre(corev1.TaintNodeDiskPressure, corev1.TaintNodePIDPressure)
+	set(map[corev1.NodeConditionType]corev1.ConditionStatus{corev1.NodeDiskPressure: corev1.ConditionFalse, corev1.NodePIDPressure: corev1.ConditionFalse})
+	taintsAre()
 }

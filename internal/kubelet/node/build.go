@@ -39,6 +39,8 @@ type System struct {
 	// NotReady says why the node cannot run pods (the runtime or its
 	// network is not ready), in upstream's words; empty when it can.
 	NotReady []string
+	// Pressure says which pressure conditions are True.
+	Pressure Pressure
 }
 
 // BuildNode is the Node this agent registers: labels, taints and status
@@ -92,7 +94,7 @@ func Status(cfg Config, sys System, prev []corev1.NodeCondition, now time.Time) 
 	return corev1.NodeStatus{
 		Capacity:    capacity,
 		Allocatable: capacity.DeepCopy(), // nothing is reserved for the system yet
-		Conditions:  Conditions(prev, now, sys.NotReady),
+		Conditions:  Conditions(prev, now, sys.NotReady, sys.Pressure),
 		DaemonEndpoints: corev1.NodeDaemonEndpoints{
 			KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(cfg.KubeletPort)},
 		},
@@ -111,20 +113,24 @@ func Status(cfg Config, sys System, prev []corev1.NodeCondition, now time.Time) 
 }
 
 // Conditions are the node's conditions at now, with upstream's reasons.
-// Ready is True unless notReady says why not. A condition keeps its
-// lastTransitionTime from prev when its status did not change.
-func Conditions(prev []corev1.NodeCondition, now time.Time, notReady []string) []corev1.NodeCondition {
+// Ready is True unless notReady says why not; MemoryPressure,
+// DiskPressure and PIDPressure are True where pressure says. A condition
+// keeps its lastTransitionTime from prev when its status did not change.
+func Conditions(prev []corev1.NodeCondition, now time.Time, notReady []string, pressure Pressure) []corev1.NodeCondition {
 	t := metav1.NewTime(now)
 	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"}
 	if len(notReady) > 0 {
 		ready = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", Message: strings.Join(notReady, ", ")}
 	}
-	desired := []corev1.NodeCondition{
-		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
-		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"},
-		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"},
-		ready,
+	var desired []corev1.NodeCondition
+	for _, pc := range pressureConditions {
+		c := corev1.NodeCondition{Type: pc.typ, Status: corev1.ConditionFalse, Reason: pc.no[0], Message: pc.no[1]}
+		if pressure[pc.typ] {
+			c = corev1.NodeCondition{Type: pc.typ, Status: corev1.ConditionTrue, Reason: pc.yes[0], Message: pc.yes[1]}
+		}
+		desired = append(desired, c)
 	}
+	desired = append(desired, ready)
 	for i := range desired {
 		c := &desired[i]
 		c.LastHeartbeatTime, c.LastTransitionTime = t, t
@@ -135,6 +141,20 @@ func Conditions(prev []corev1.NodeCondition, now time.Time, notReady []string) [
 		}
 	}
 	return desired
+}
+
+// pressureConditions are upstream's reasons and messages of the pressure
+// conditions when True (yes) and False (no).
+var pressureConditions = []struct {
+	typ     corev1.NodeConditionType
+	yes, no [2]string
+}{
+	{corev1.NodeMemoryPressure, [2]string{"KubeletHasInsufficientMemory", "kubelet has insufficient memory available"},
+		[2]string{"KubeletHasSufficientMemory", "kubelet has sufficient memory available"}},
+	{corev1.NodeDiskPressure, [2]string{"KubeletHasDiskPressure", "kubelet has disk pressure"},
+		[2]string{"KubeletHasNoDiskPressure", "kubelet has no disk pressure"}},
+	{corev1.NodePIDPressure, [2]string{"KubeletHasInsufficientPID", "kubelet has insufficient PID available"},
+		[2]string{"KubeletHasSufficientPID", "kubelet has sufficient PID available"}},
 }
 
 // StatusChanged reports whether desired says something current does not,

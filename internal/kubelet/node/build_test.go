@@ -86,7 +86,7 @@ func TestConditions(t *testing.T) {
 		wantTransition map[corev1.NodeConditionType]time.Time
 	}{
 		{name: "new node", wantTransition: map[corev1.NodeConditionType]time.Time{"Ready": t1, "MemoryPressure": t1, "DiskPressure": t1, "PIDPressure": t1}},
-		{name: "unchanged keeps transition times", prev: Conditions(nil, t0, nil),
+		{name: "unchanged keeps transition times", prev: Conditions(nil, t0, nil, nil),
 			wantTransition: map[corev1.NodeConditionType]time.Time{"Ready": t0, "MemoryPressure": t0, "DiskPressure": t0, "PIDPressure": t0}},
 		{name: "the node lifecycle controller set Ready Unknown", prev: []corev1.NodeCondition{
 			{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown", LastTransitionTime: metav1.NewTime(t0)},
@@ -94,7 +94,7 @@ func TestConditions(t *testing.T) {
 		}, wantTransition: map[corev1.NodeConditionType]time.Time{"Ready": t1, "MemoryPressure": t0, "DiskPressure": t1, "PIDPressure": t1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := Conditions(tc.prev, t1, nil)
+			got := Conditions(tc.prev, t1, nil, nil)
 			if len(got) != len(want) {
 				t.Fatalf("got %d conditions, want %d", len(got), len(want))
 			}
@@ -111,6 +111,52 @@ func TestConditions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPressureConditions: the pressure conditions say True with upstream's
+// reasons where there is pressure; lastTransitionTime moves only when the
+// status does.
+func TestPressureConditions(t *testing.T) {
+	t2 := t1.Add(time.Minute)
+	want := map[corev1.NodeConditionType][3]string{
+		corev1.NodeMemoryPressure: {"True", "KubeletHasInsufficientMemory", "kubelet has insufficient memory available"},
+		corev1.NodeDiskPressure:   {"True", "KubeletHasDiskPressure", "kubelet has disk pressure"},
+		corev1.NodePIDPressure:    {"True", "KubeletHasInsufficientPID", "kubelet has insufficient PID available"},
+		corev1.NodeReady:          {"True", "KubeletReady", "kubelet is posting ready status"},
+	}
+	all := Pressure{corev1.NodeMemoryPressure: true, corev1.NodeDiskPressure: true, corev1.NodePIDPressure: true}
+	for _, c := range Conditions(nil, t0, nil, all) {
+		if w := want[c.Type]; string(c.Status) != w[0] || c.Reason != w[1] || c.Message != w[2] {
+			t.Errorf("%s = %s/%s/%q, want %v", c.Type, c.Status, c.Reason, c.Message, w)
+		}
+	}
+
+	memory := Pressure{corev1.NodeMemoryPressure: true}
+	transitions := func(cs []corev1.NodeCondition) map[corev1.NodeConditionType]time.Time {
+		out := map[corev1.NodeConditionType]time.Time{}
+		for _, c := range cs {
+			out[c.Type] = c.LastTransitionTime.Time
+		}
+		return out
+	}
+	calm := Conditions(nil, t0, nil, nil)
+	pressed := Conditions(calm, t1, nil, memory)
+	if got := transitions(pressed); !got[corev1.NodeMemoryPressure].Equal(t1) || !got[corev1.NodeDiskPressure].Equal(t0) {
+		t.Errorf("under memory pressure at t1, transitions = %v; want MemoryPressure at t1, the others at t0", got)
+	}
+	still := Conditions(pressed, t2, nil, memory)
+	if got := transitions(still); !got[corev1.NodeMemoryPressure].Equal(t1) {
+		t.Errorf("still under pressure at t2, MemoryPressure transition = %v, want t1", got[corev1.NodeMemoryPressure])
+	}
+	relieved := Conditions(still, t2, nil, nil)
+	for _, c := range relieved {
+		if c.Type == corev1.NodeMemoryPressure && (c.Status != corev1.ConditionFalse || !c.LastTransitionTime.Time.Equal(t2)) {
+			t.Errorf("relieved at t2, MemoryPressure = %s since %v, want False since t2", c.Status, c.LastTransitionTime)
+		}
+	}
+	if !StatusChanged(corev1.NodeStatus{Conditions: calm}, corev1.NodeStatus{Conditions: pressed}) {
+		t.Error("StatusChanged says nothing changed when MemoryPressure turned True")
 	}
 }
 

@@ -17,6 +17,19 @@
 // While the node is not ready the loop runs every NotReadyInterval (1 s),
 // so the Node turns Ready soon after the runtime does.
 //
+// MemoryPressure, DiskPressure and PIDPressure are measured as upstream's
+// eviction manager measures them, every MeasureInterval (10 s, upstream's
+// housekeeping period): the signals memory.available, nodefs.available,
+// nodefs.inodesFree, imagefs.available, imagefs.inodesFree and
+// pid.available (Machine.Measure) against the hard eviction thresholds
+// (--eviction-hard, upstream's Linux defaults DefaultEvictionHardFlag). A
+// condition is True, with upstream's reason (e.g.
+// KubeletHasInsufficientMemory), while one of its thresholds is met and
+// for PressureTransitionPeriod (5 min) after. Only the conditions are
+// reported (the node lifecycle controller taints the Node for them): pods
+// are not evicted under node pressure, and nothing is subtracted from
+// allocatable for the thresholds.
+//
 // The Node and Lease objects are built by pure functions (BuildNode,
 // Status, Conditions, Lease); the loop takes an injected clock.
 package node
@@ -58,12 +71,26 @@ type Config struct {
 	// NotReadyInterval is how often the loop runs while the node is not
 	// ready (1 s when zero).
 	NotReadyInterval time.Duration
+
+	// EvictionHard are the thresholds that put the node under pressure:
+	// DefaultEvictionHard when nil, none when empty (--eviction-hard).
+	EvictionHard []Threshold
+	// KubeletDir is the nodefs, the kubelet's root dir (DataDir when
+	// empty); ImageFsDir the imagefs, the container runtime's root dir
+	// (the image file system the runtime reports when empty).
+	KubeletDir, ImageFsDir string
+	// MeasureInterval is how often the pressure signals are measured (10 s
+	// when zero); PressureTransitionPeriod how long a pressure condition
+	// stays True after its signals last met a threshold (5 min when zero,
+	// upstream's --eviction-pressure-transition-period).
+	MeasureInterval, PressureTransitionPeriod time.Duration
 }
 
 // Runtime is the part of the container runtime the node reports on.
 type Runtime interface {
 	Version(ctx context.Context) (*runtimeapi.VersionResponse, error)
 	Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error)
+	ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error)
 }
 
 // Agent registers and heart-beats one Node.
@@ -75,10 +102,17 @@ type Agent struct {
 	log    *slog.Logger
 	// readSystem reads the machine's facts (ReadSystem; tests replace it).
 	readSystem func(dataDir string) (System, error)
+	// measure measures the pressure signals (measureHost; tests replace it).
+	measure func(ctx context.Context) (Observations, error)
 
 	uid      types.UID // of the registered Node; empty until registered
 	lastPost time.Time // when the status was last posted
 	ready    bool      // whether the last status said Ready
+
+	tracker     *pressureTracker
+	pressure    Pressure  // as of the last measurement
+	lastMeasure time.Time // when the signals were last measured
+	measureErr  string    // what the last measurement could not read, to log it once
 }
 
 // New returns an Agent for cfg; clk nil means the real clock, log nil slog.Default().
@@ -95,14 +129,29 @@ func New(cfg Config, client kubernetes.Interface, rt Runtime, clk clock.Clock, l
 	if cfg.NotReadyInterval <= 0 {
 		cfg.NotReadyInterval = time.Second
 	}
+	if cfg.EvictionHard == nil {
+		cfg.EvictionHard = DefaultEvictionHard()
+	}
+	if cfg.KubeletDir == "" {
+		cfg.KubeletDir = cfg.DataDir
+	}
+	if cfg.MeasureInterval <= 0 {
+		cfg.MeasureInterval = 10 * time.Second
+	}
+	if cfg.PressureTransitionPeriod <= 0 {
+		cfg.PressureTransitionPeriod = 5 * time.Minute
+	}
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Agent{cfg: cfg, client: client, rt: rt, clock: clk, readSystem: ReadSystem,
-		log: log.With("component", "node", "node", cfg.Name)}
+	a := &Agent{cfg: cfg, client: client, rt: rt, clock: clk, readSystem: ReadSystem,
+		tracker: newPressureTracker(cfg.EvictionHard, cfg.PressureTransitionPeriod),
+		log:     log.With("component", "node", "node", cfg.Name)}
+	a.measure = a.measureHost
+	return a
 }
 
 // Start registers the Node and keeps it reported until ctx ends; it
@@ -176,7 +225,74 @@ func (a *Agent) system(ctx context.Context) (System, error) {
 	}
 	sys.NotReady = RuntimeProblems(st.GetStatus())
 	a.ready = len(sys.NotReady) == 0
+	sys.Pressure = a.observePressure(ctx)
 	return sys, nil
+}
+
+// observePressure measures the pressure signals when MeasureInterval has
+// passed since the last time, and returns the node's pressure.
+func (a *Agent) observePressure(ctx context.Context) Pressure {
+	now := a.clock.Now()
+	if !a.lastMeasure.IsZero() && now.Sub(a.lastMeasure) < a.cfg.MeasureInterval {
+		return a.pressure
+	}
+	a.lastMeasure = now
+	obs, err := a.measure(ctx)
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if msg != "" && msg != a.measureErr {
+		a.log.Warn("cannot measure some pressure signals; their thresholds are not checked", "err", err)
+	}
+	a.measureErr = msg
+	pressure, met := a.tracker.observe(obs, now)
+	for _, pc := range pressureConditions {
+		if pressure[pc.typ] != a.pressure[pc.typ] {
+			status := corev1.ConditionFalse
+			if pressure[pc.typ] {
+				status = corev1.ConditionTrue
+			}
+			a.log.Info("node condition changed", "condition", pc.typ, "status", status, "thresholdsMet", thresholdStrings(met, obs))
+		}
+	}
+	a.pressure = pressure
+	return pressure
+}
+
+// measureHost measures this machine, its imagefs being ImageFsDir or the
+// image file system the runtime reports.
+func (a *Agent) measureHost(ctx context.Context) (Observations, error) {
+	imageFs, err := a.cfg.ImageFsDir, error(nil)
+	if imageFs == "" {
+		imageFs, err = runtimeImageFs(ctx, a.rt)
+	}
+	obs, merr := HostMachine(a.cfg.KubeletDir, imageFs).Measure()
+	return obs, errors.Join(err, merr)
+}
+
+// runtimeImageFs is the mount point of the runtime's image file system
+// (CRI ImageFsInfo), as upstream's kubelet finds its imagefs.
+func runtimeImageFs(ctx context.Context, rt Runtime) (string, error) {
+	info, err := rt.ImageFsInfo(ctx)
+	if err != nil {
+		return "", fmt.Errorf("imagefs: container runtime ImageFsInfo: %w", err)
+	}
+	for _, fs := range info.GetImageFilesystems() {
+		if mp := fs.GetFsId().GetMountpoint(); mp != "" {
+			return mp, nil
+		}
+	}
+	return "", errors.New("imagefs: the container runtime reports no image file system")
+}
+
+// thresholdStrings are the thresholds met, with what was measured, for logs.
+func thresholdStrings(met []Threshold, obs Observations) []string {
+	out := make([]string, len(met))
+	for i, t := range met {
+		out[i] = fmt.Sprintf("%s (available %d of %d)", t, obs[t.Signal].Available, obs[t.Signal].Capacity)
+	}
+	return out
 }
 
 // RuntimeProblems are the reasons, in upstream's words, why a runtime

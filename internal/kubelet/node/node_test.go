@@ -43,7 +43,35 @@ func (f *fakeSystem) set(change func(*System)) {
 	change(&f.sys)
 }
 
-// newTestAgent returns an agent on a fake runtime whose network is ready.
+// fakeMeasure is the pressure signals, as the test sets them; it counts
+// the measurements.
+type fakeMeasure struct {
+	mu    sync.Mutex
+	obs   Observations
+	calls int
+}
+
+func (f *fakeMeasure) measure(context.Context) (Observations, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	return f.obs, nil
+}
+
+func (f *fakeMeasure) set(obs Observations) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.obs = obs
+}
+
+func (f *fakeMeasure) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+// newTestAgent returns an agent on a fake runtime whose network is ready,
+// on a machine under no pressure (nothing measured).
 func newTestAgent(cfg Config, client kubernetes.Interface, clk *clocktesting.FakeClock) (*Agent, *fakeSystem) {
 	rt := cri.NewFake()
 	if err := rt.UpdateRuntimeConfig(context.Background(), "10.42.0.0/24"); err != nil {
@@ -52,6 +80,7 @@ func newTestAgent(cfg Config, client kubernetes.Interface, clk *clocktesting.Fak
 	a := New(cfg, client, rt, clk, quiet)
 	fs := &fakeSystem{sys: testSystem()}
 	a.readSystem = fs.read
+	a.measure = (&fakeMeasure{}).measure
 	return a, fs
 }
 
@@ -271,6 +300,7 @@ func TestAgentReadyFollowsTheRuntime(t *testing.T) {
 	rt := cri.NewFake()
 	a := New(Config{Name: "agent-3", NodeIPs: []net.IP{net.ParseIP("192.0.2.12")}, KubeletPort: 10250}, client, rt, clk, quiet)
 	a.readSystem = (&fakeSystem{sys: testSystem()}).read
+	a.measure = (&fakeMeasure{}).measure
 	env.Start(t, a)
 
 	ready := func() corev1.NodeCondition {
@@ -293,4 +323,64 @@ func TestAgentReadyFollowsTheRuntime(t *testing.T) {
 	}
 	step(t, clk, time.Second)
 	controllertest.EventuallyTrue(t, "the node Ready a second later", func() bool { return ready().Status == corev1.ConditionTrue })
+}
+
+// TestAgentReportsPressure: memory.available below the threshold makes
+// MemoryPressure True with upstream's reason, posted at once; it stays
+// True for the transition period after the memory is back, then turns
+// False with a new lastTransitionTime. The signals are measured every
+// MeasureInterval, not every round.
+func TestAgentReportsPressure(t *testing.T) {
+	env := controllertest.New(t, "kube-node-lease")
+	client := env.Context.Client
+	start := time.Now().Truncate(time.Second)
+	clk := clocktesting.NewFakeClock(start)
+	th, err := ParseEvictionHard([]string{"memory.available<500Mi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Name: "agent-4", NodeIPs: []net.IP{net.ParseIP("192.0.2.13")}, EvictionHard: th,
+		LeaseInterval: 5 * time.Second, PressureTransitionPeriod: time.Minute}
+	a, _ := newTestAgent(cfg, client, clk)
+	m := &fakeMeasure{obs: Observations{
+		SignalMemoryAvailable: {Available: 400 << 20, Capacity: 4 << 30},
+		SignalNodeFsAvailable: {Available: 1, Capacity: 100}, // no nodefs threshold: no disk pressure
+	}}
+	a.measure = m.measure
+	env.Start(t, a)
+
+	memoryPressure := func() corev1.NodeCondition {
+		n, err := client.CoreV1().Nodes().Get(context.Background(), "agent-4", metav1.GetOptions{})
+		if err != nil {
+			return corev1.NodeCondition{}
+		}
+		return condition(n, corev1.NodeMemoryPressure)
+	}
+	controllertest.EventuallyTrue(t, "MemoryPressure True", func() bool { return memoryPressure().Status == corev1.ConditionTrue })
+	c := memoryPressure()
+	if c.Reason != "KubeletHasInsufficientMemory" || c.Message != "kubelet has insufficient memory available" || !c.LastTransitionTime.Time.Equal(start) {
+		t.Errorf("MemoryPressure = %+v, want KubeletHasInsufficientMemory since %v", c, start)
+	}
+	if d := condition(getNode(t, client, "agent-4"), corev1.NodeDiskPressure); d.Status != corev1.ConditionFalse {
+		t.Errorf("DiskPressure = %s, want False (no disk threshold given)", d.Status)
+	}
+
+	// The memory is back at +5 s; rounds every 5 s, measurements every 10 s.
+	m.set(Observations{SignalMemoryAvailable: {Available: 3 << 30, Capacity: 4 << 30}})
+	for at := 5 * time.Second; at < time.Minute; at += 5 * time.Second {
+		step(t, clk, 5*time.Second)
+	}
+	step(t, clk, 0) // the round at +55 s is over
+	if c := memoryPressure(); c.Status != corev1.ConditionTrue || !c.LastTransitionTime.Time.Equal(start) {
+		t.Errorf("within the transition period: MemoryPressure = %s since %v, want True since %v", c.Status, c.LastTransitionTime, start)
+	}
+	if n := m.count(); n != 6 {
+		t.Errorf("measured %d times in 12 rounds over 55 s, want 6 (every 10 s)", n)
+	}
+	step(t, clk, 5*time.Second) // +60 s: a minute after the threshold was last met
+	controllertest.EventuallyTrue(t, "MemoryPressure False", func() bool { return memoryPressure().Status == corev1.ConditionFalse })
+	c = memoryPressure()
+	if c.Reason != "KubeletHasSufficientMemory" || c.Message != "kubelet has sufficient memory available" || !c.LastTransitionTime.Time.Equal(start.Add(time.Minute)) {
+		t.Errorf("MemoryPressure = %+v, want KubeletHasSufficientMemory since %v", c, start.Add(time.Minute))
+	}
 }

@@ -49,20 +49,7 @@ func ReadSystem(dataDir string) (System, error) {
 }
 
 // memTotal is MemTotal of /proc/meminfo in bytes.
-func memTotal(meminfo []byte) (int64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(meminfo))
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
-			kb, err := strconv.ParseInt(fields[1], 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("/proc/meminfo: MemTotal %q: %w", fields[1], err)
-			}
-			return kb * 1024, nil
-		}
-	}
-	return 0, fmt.Errorf("/proc/meminfo has no MemTotal")
-}
+func memTotal(meminfo []byte) (int64, error) { return meminfoBytes(meminfo, "MemTotal") }
 
 // prettyName is PRETTY_NAME of an os-release file.
 func prettyName(osRelease []byte) string {
