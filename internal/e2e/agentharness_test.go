@@ -37,9 +37,17 @@ type Agent struct {
 // bridge) is removed.
 func StartAgent(t testing.TB, s *Server, name string, extra ...string) *Agent {
 	t.Helper()
-	return startAgent(t, name, nil, append([]string{"--server", s.URL(), "--token", s.Token(),
-		"--node-ip", "127.0.0.1", "--kubelet-port", strconv.Itoa(freePort(t))}, extra...))
+	args := []string{"--server", s.URL(), "--token", s.Token(), "--node-ip", "127.0.0.1", "--kubelet-port", strconv.Itoa(freePort(t))}
+	if !slices.Contains(extra, "--eviction-hard") {
+		args = append(args, testEvictionHard...)
+	}
+	return startAgent(t, name, nil, append(args, extra...))
 }
+
+// testEvictionHard are the pressure thresholds of the tests' agents:
+// memory only, so that a test machine's nearly full disk (upstream's
+// default imagefs.available<15%) does not taint its nodes.
+var testEvictionHard = []string{"--eviction-hard", "memory.available<100Mi"}
 
 // StartAgentIn is StartAgent inside network namespace netns (its
 // containerd and pods too), joining server (a URL reachable from there)
@@ -49,7 +57,7 @@ func StartAgentIn(t testing.TB, netns, server, token, name, nodeIP string) *Agen
 	// nsenter enters only the network namespace: `ip netns exec` also
 	// remounts /sys, which hides cgroup v1 mounts from runc.
 	return startAgent(t, name, []string{"nsenter", "--net=/run/netns/" + netns},
-		[]string{"--server", server, "--token", token, "--node-ip", nodeIP})
+		append([]string{"--server", server, "--token", token, "--node-ip", nodeIP}, testEvictionHard...))
 }
 
 // startAgent runs `orch agent --data-dir D --node-name name args…`,

@@ -131,6 +131,7 @@ func (s *Server) launch() {
 	args = append(args, s.extraArgs...)
 	if s.WithAgent {
 		args = append(args, "--node-name", "e2e-server", "--kubelet-port", strconv.Itoa(s.kubeletPort))
+		args = append(args, testEvictionHard...)
 	} else {
 		args = append(args, "--disable-agent")
 	}
