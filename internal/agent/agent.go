@@ -162,6 +162,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	components := []run.Named{{Name: "node certificates", Runnable: renewer}}
 	endpoint := c.ContainerRuntimeEndpoint
 	ready := func(ctx context.Context) error { return nil } // the runtime is up
+	keep := func() []string { return nil }                  // images GC spares
 	if endpoint == "" {
 		ccfg := containerd.NewConfig(c.DataDir).WithState(ContainerdState(c.DataDir))
 		nodeCfg.ImageFsDir = ccfg.Root // else the runtime's image file system
@@ -172,6 +173,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		defer store.Close()
 		imp := containerd.NewImporter(store, ccfg.ImagesDir, ccfg.ImportState, containerd.Builtins(goruntime.GOARCH), log)
+		keep = imp.Images
 		components = append(components,
 			run.Named{Name: "containerd", Runnable: sup},
 			run.Named{Name: "image import", Runnable: imp})
@@ -199,7 +201,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		defer rt.Close()
 		v := rt.RuntimeVersion()
 		log.Info("container runtime connected", "endpoint", endpoint, "runtime", v.RuntimeName+"://"+v.RuntimeVersion)
-		parts, err := kubelet(c, nodeCfg, creds, client, rt, log)
+		parts, err := kubelet(c, nodeCfg, creds, client, rt, keep, log)
 		if err != nil {
 			return err
 		}

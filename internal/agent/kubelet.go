@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -9,11 +10,18 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 
 	"orch/internal/join"
 	"orch/internal/kubelet/containerd"
 	"orch/internal/kubelet/cri"
+	"orch/internal/kubelet/imagegc"
+	"orch/internal/kubelet/images"
 	"orch/internal/kubelet/node"
 	"orch/internal/kubelet/podconfig"
 	"orch/internal/kubelet/pods"
@@ -23,9 +31,9 @@ import (
 )
 
 // kubelet is what runs once the container runtime is connected: the Node's
-// registration and status, the pod network's CNI config and the pod
-// workers.
-func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kubernetes.Interface, rt *cri.Runtime, log *slog.Logger) ([]run.Named, error) {
+// registration and status, the pod network's CNI config, the pod workers
+// and image garbage collection, which spares the images keep names.
+func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kubernetes.Interface, rt *cri.Runtime, keep func() []string, log *slog.Logger) ([]run.Named, error) {
 	cluster := creds.Cluster()
 	sys, err := node.ReadSystem(c.DataDir)
 	if err != nil {
@@ -68,7 +76,39 @@ func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kub
 		{Name: "node status", Runnable: node.New(nodeCfg, client, rt, nil, log)},
 		{Name: "pod network config", Runnable: network.NewCNIConfigWriter(cniConfig(c), client, rt, log)},
 		{Name: "pods", Runnable: workers},
+		{Name: "image garbage collection", Runnable: imageGC(c.NodeName, nodeCfg.ImageFsDir, client, rt, keep, log)},
 	}, nil
+}
+
+// imageGC collects unused images when the image file system (dir, else
+// the one the runtime reports) is full, sparing the images keep names and
+// the pause image; its events go to the Node.
+func imageGC(nodeName, dir string, client kubernetes.Interface, rt *cri.Runtime, keep func() []string, log *slog.Logger) run.Runnable {
+	usage := func() (uint64, uint64, error) {
+		fsDir := dir
+		if fsDir == "" {
+			info, err := rt.ImageFsInfo(context.Background())
+			if err != nil {
+				return 0, 0, err
+			}
+			for _, fs := range info.GetImageFilesystems() {
+				fsDir = fs.GetFsId().GetMountpoint()
+			}
+		}
+		if fsDir == "" {
+			return 0, 0, fmt.Errorf("the container runtime reports no image file system")
+		}
+		return imagegc.StatFS(fsDir)()
+	}
+	kept := func() []string { return append(keep(), images.PauseRef) }
+	return run.Func(func(ctx context.Context) error {
+		broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+		defer broadcaster.Shutdown()
+		recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: nodeName})
+		ref := &corev1.ObjectReference{Kind: "Node", Name: nodeName, UID: types.UID(nodeName)}
+		return imagegc.New(rt, imagegc.Config{Usage: usage, Keep: kept}, recorder, ref, log.With("component", "image-gc")).Start(ctx)
+	})
 }
 
 // podLogRoot is where the pods' container logs go: /var/log/pods, as
