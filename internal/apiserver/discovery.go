@@ -115,6 +115,16 @@ type subresource struct {
 	verbs metav1.Verbs
 }
 
+// specSubresourceNames lists the resource's spec subresources in order.
+func specSubresourceNames(rs *resourceStore) []string {
+	names := make([]string, 0, len(rs.res.SpecSubresources))
+	for name := range rs.res.SpecSubresources {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
 func subresourcesOf(rs *resourceStore) []subresource {
 	var subs []subresource
 	rw := metav1.Verbs{"get", "patch", "update"}
@@ -123,6 +133,9 @@ func subresourcesOf(rs *resourceStore) []subresource {
 	}
 	if rs.res.Scale != nil {
 		subs = append(subs, subresource{"scale", schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, rw})
+	}
+	for _, name := range specSubresourceNames(rs) {
+		subs = append(subs, subresource{name, rs.gvk, rw})
 	}
 	switch rs.res.Resource {
 	case "pods":

@@ -30,7 +30,7 @@ func TestDiscovery(t *testing.T) {
 		}
 	}
 	for name, kind := range map[string]string{
-		"v1/pods": "Pod", "v1/pods/binding": "Binding", "v1/pods/eviction": "Eviction", "v1/namespaces/finalize": "Namespace",
+		"v1/pods": "Pod", "v1/pods/binding": "Binding", "v1/pods/eviction": "Eviction", "v1/pods/ephemeralcontainers": "Pod", "v1/namespaces/finalize": "Namespace",
 		"apps/v1/deployments": "Deployment", "apps/v1/deployments/scale": "Scale", "apps/v1/deployments/status": "Deployment",
 		"batch/v1/cronjobs": "CronJob", "rbac.authorization.k8s.io/v1/clusterroles": "ClusterRole", "autoscaling/v2/horizontalpodautoscalers": "HorizontalPodAutoscaler",
 	} {

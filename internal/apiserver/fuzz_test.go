@@ -36,6 +36,7 @@ func FuzzCreatePath(f *testing.F) {
 		"apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: c}\nspec:\n  schedule: '@hourly'\n  jobTemplate: {spec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: i}]}}}}\n",
 		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","labels":{"bad key":"v"}},"data":{"k":"v"}}`,
 		`{"kind":"Pod","spec":{"containers":null,"volumes":[{"name":"v"}]}}`,
+		`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"i"}],"ephemeralContainers":[{"name":"d","image":"i","targetContainerName":"c","ports":[{"containerPort":1}],"volumeMounts":[{"name":"v","mountPath":"/m","subPath":"s"}]}]}}`,
 		"k8s\x00garbage",
 	}
 	for _, s := range seeds {
@@ -72,8 +73,15 @@ func FuzzCreatePath(f *testing.F) {
 		if rs.res.PrepareForCreate != nil {
 			rs.res.PrepareForCreate(obj)
 		}
-		validateObject(rs, obj, nil, true)
-		validateObject(rs, obj, obj.DeepCopyObject(), true)
+		validateObject(rs, obj, nil, "")
+		validateObject(rs, obj, obj.DeepCopyObject(), "")
+		for name, sub := range rs.res.SpecSubresources {
+			// A write through the subresource onto a stored object with
+			// nothing in its spec (pods/ephemeralcontainers).
+			written, old := obj.DeepCopyObject(), rs.res.New()
+			sub.PrepareForUpdate(written, old)
+			validateObject(rs, written, old, name)
+		}
 		data, err := rs.encode(obj)
 		if err != nil {
 			return

@@ -75,9 +75,11 @@ func nameValidator(rule registry.NameRule) apivalidation.ValidateNameFunc {
 }
 
 // validateObject runs generic metadata validation and the resource's own.
-// Update checks (immutable fields) run when old is set and clientUpdate: the
-// server's own updates (binding, finalize) change what clients may not.
-func validateObject(rs *resourceStore, obj, old runtime.Object, clientUpdate bool) field.ErrorList {
+// On create (old nil) ValidateCreate runs too. Update checks (immutable
+// fields) run when old is set, except for the server's own updates
+// (subresource internalUpdate: binding, finalize change what clients may
+// not); a spec subresource (pods/ephemeralcontainers) has its own.
+func validateObject(rs *resourceStore, obj, old runtime.Object, subresource string) field.ErrorList {
 	accessor, _ := meta.Accessor(obj)
 	errs := apivalidation.ValidateObjectMetaAccessor(accessor, rs.res.Namespaced, nameValidator(rs.res.NameValidation), field.NewPath("metadata"))
 	if old != nil {
@@ -87,8 +89,15 @@ func validateObject(rs *resourceStore, obj, old runtime.Object, clientUpdate boo
 	if rs.res.Validate != nil {
 		errs = append(errs, rs.res.Validate(obj)...)
 	}
-	if old != nil && clientUpdate && rs.res.ValidateUpdate != nil {
-		errs = append(errs, rs.res.ValidateUpdate(obj, old)...)
+	validateUpdate := rs.res.ValidateUpdate
+	if sub, ok := rs.res.SpecSubresources[subresource]; ok {
+		validateUpdate = sub.ValidateUpdate
+	}
+	switch {
+	case old == nil && rs.res.ValidateCreate != nil:
+		errs = append(errs, rs.res.ValidateCreate(obj)...)
+	case old != nil && subresource != internalUpdate && validateUpdate != nil:
+		errs = append(errs, validateUpdate(obj, old)...)
 	}
 	return errs
 }

@@ -17,14 +17,14 @@ import (
 func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore) {
 	fail := func(err error) { s.respondError(w, r, err, rs.gr, info.Name) }
 	switch {
-	case info.Subresource == "status" && rs.res.HasStatus:
+	case info.Subresource == "status" && rs.res.HasStatus, isSpecSubresource(rs, info.Subresource):
 		switch info.Verb {
 		case "get":
 			s.get(w, r, info, rs)
 		case "update":
-			s.update(w, r, info, rs, "status")
+			s.update(w, r, info, rs, info.Subresource)
 		case "patch":
-			s.patch(w, r, info, rs, "status")
+			s.patch(w, r, info, rs, info.Subresource)
 		default:
 			fail(apierrors.NewMethodNotSupported(rs.gr, info.Verb))
 		}
@@ -43,6 +43,13 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, info r
 	default:
 		fail(apierrors.NewGenericServerResponse(http.StatusNotFound, info.Verb, rs.gr, info.Name, "", 0, false))
 	}
+}
+
+// isSpecSubresource is true when name is one of the resource's
+// subresources that write part of its spec (pods/ephemeralcontainers).
+func isSpecSubresource(rs *resourceStore, name string) bool {
+	_, ok := rs.res.SpecSubresources[name]
+	return ok
 }
 
 func isStreamingSubresource(name string) bool {

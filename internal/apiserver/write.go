@@ -118,7 +118,7 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, namespace 
 	if err := s.admitCreate(ctx, rs, obj, wr.dryRun); err != nil {
 		return nil, err
 	}
-	if errs := validateObject(rs, obj, nil, true); len(errs) > 0 {
+	if errs := validateObject(rs, obj, nil, ""); len(errs) > 0 {
 		s.releaseOnFailure(ctx, rs, obj, wr.dryRun)
 		return nil, apierrors.NewInvalid(rs.gvk.GroupKind(), accessor.GetName(), errs)
 	}
@@ -259,12 +259,13 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 		}
 	case "status":
 		copyAllBut(obj, old, "Status")
-		accessor.SetLabels(oldAccessor.GetLabels())
-		if !statusWritesAnnotations(rs) {
-			accessor.SetAnnotations(oldAccessor.GetAnnotations())
+		keepSubresourceMeta(accessor, oldAccessor, statusWritesAnnotations(rs))
+	default:
+		if sub, ok := rs.res.SpecSubresources[subresource]; ok {
+			copyField(obj, old, "Status")
+			keepSubresourceMeta(accessor, oldAccessor, false)
+			sub.PrepareForUpdate(obj, old)
 		}
-		accessor.SetFinalizers(oldAccessor.GetFinalizers())
-		accessor.SetOwnerReferences(oldAccessor.GetOwnerReferences())
 	}
 	if rs.res.Default != nil {
 		rs.res.Default(obj)
@@ -276,7 +277,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 	if rs.res.HasStatus && subresource != "status" && (specChanged(obj, old) || annotationsBumpGeneration(rs, accessor, oldAccessor)) {
 		accessor.SetGeneration(oldAccessor.GetGeneration() + 1)
 	}
-	if errs := validateObject(rs, obj, old, subresource != internalUpdate); len(errs) > 0 {
+	if errs := validateObject(rs, obj, old, subresource); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(rs.gvk.GroupKind(), accessor.GetName(), errs)
 	}
 	if err := s.admitUpdate(ctx, rs, obj, old, wr.dryRun); err != nil {
@@ -303,6 +304,18 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 		return rs.remove(ctx, accessor.GetNamespace(), accessor.GetName(), revisionOf(old))
 	}
 	return rs.update(ctx, managed, revisionOf(old))
+}
+
+// keepSubresourceMeta keeps the metadata a write through a subresource may
+// not change, as upstream's ResetObjectMetaForStatus (annotations may change
+// when writesAnnotations).
+func keepSubresourceMeta(accessor, old metav1.Object, writesAnnotations bool) {
+	accessor.SetLabels(old.GetLabels())
+	if !writesAnnotations {
+		accessor.SetAnnotations(old.GetAnnotations())
+	}
+	accessor.SetFinalizers(old.GetFinalizers())
+	accessor.SetOwnerReferences(old.GetOwnerReferences())
 }
 
 // sameStored is true when obj would be stored exactly as old is.

@@ -47,7 +47,7 @@ type Resource struct {
 	Namespaced   bool         //
 	Type         reflect.Type // the object struct, not a pointer: appsv1.Deployment
 	ListType     reflect.Type // appsv1.DeploymentList
-	Subresources []string     // "status" and "scale" are described; others are left out
+	Subresources []string     // get/update/patch of Type ("status", "ephemeralcontainers"), or of Scale for "scale"
 	Verbs        []string     // get list watch create update patch delete deletecollection
 }
 

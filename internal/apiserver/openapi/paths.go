@@ -303,12 +303,8 @@ func (p *pathSet) resource(prefix string, r Resource) {
 	}
 	for _, sub := range r.Subresources {
 		t, subGVK := r.Type, gvk
-		switch sub {
-		case "status":
-		case "scale":
+		if sub == "scale" {
 			t, subGVK = scaleType, scaleGVK
-		default:
-			continue // only status and scale are described
 		}
 		path, suffix := item+"/"+sub, strings.ToUpper(sub[:1])+sub[1:]
 		if verbs["get"] {

@@ -55,6 +55,12 @@ type Resource struct {
 	// ValidateUpdate checks an update against the stored object (immutable fields).
 	// Validate also runs on updates; this adds only update-specific checks.
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+	// ValidateCreate adds the checks that apply only to a new object (pods may
+	// not be created with ephemeral containers). Validate also runs on create.
+	ValidateCreate func(obj runtime.Object) field.ErrorList
+	// SpecSubresources are the subresources, by name, that take and return the
+	// whole object but change only part of its spec (pods/ephemeralcontainers).
+	SpecSubresources map[string]SpecSubresource
 	// NameValidation says which rule metadata.name follows; the zero value is
 	// DNS-1123 subdomain, as for most upstream resources.
 	NameValidation NameRule
@@ -83,6 +89,19 @@ const (
 	// NameLabel1035 is a DNS-1035 label (services).
 	NameLabel1035
 )
+
+// SpecSubresource is a subresource such as pods/ephemeralcontainers: get,
+// update and patch on the whole object, of which a write keeps only what
+// PrepareForUpdate lets through. As for /status, the stored status, labels,
+// annotations, finalizers and owner references stay as they are.
+type SpecSubresource struct {
+	// PrepareForUpdate resets in obj, from old, every part of the spec the
+	// subresource may not change. It runs before defaulting and validation.
+	PrepareForUpdate func(obj, old runtime.Object)
+	// ValidateUpdate replaces Resource.ValidateUpdate for writes through the
+	// subresource (Validate still runs).
+	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+}
 
 // ScaleAccessor reads and writes the replica count of a scalable resource.
 type ScaleAccessor struct {

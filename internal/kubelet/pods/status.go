@@ -112,7 +112,7 @@ func podStatus(pod *corev1.Pod, state podState, waiting map[string]*corev1.Conta
 	// readiness.
 	s.EphemeralContainerStatuses = nil
 	for i := range pod.Spec.EphemeralContainers {
-		c := corev1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		c := *podconfig.AsContainer(&pod.Spec.EphemeralContainers[i])
 		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses,
 			containerStatus(pod, c, state.containers[c.Name], previous(state, c.Name), waiting[c.Name], probes, defaultReason, false))
 	}

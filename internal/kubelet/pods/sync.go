@@ -300,7 +300,7 @@ type sandboxEnv struct {
 // upstream: it is never restarted, and it may share the process namespace
 // of its target container.
 func (w *Workers) runEphemeral(ctx context.Context, pod *corev1.Pod, ec *corev1.EphemeralContainer, env sandboxEnv) error {
-	c := (*corev1.Container)(&ec.EphemeralContainerCommon)
+	c := podconfig.AsContainer(ec)
 	if cs := env.state.active[c.Name]; cs != nil {
 		if cs.State == runtimeapi.ContainerState_CONTAINER_CREATED {
 			return w.startContainer(ctx, pod, c, cs.Id, env.podIPs) // created before, its start failed

@@ -191,7 +191,7 @@ func specOf(pod *corev1.Pod, name string) *corev1.Container {
 	}
 	for i := range pod.Spec.EphemeralContainers {
 		if ec := &pod.Spec.EphemeralContainers[i]; ec.Name == name {
-			return (*corev1.Container)(&ec.EphemeralContainerCommon)
+			return podconfig.AsContainer(ec)
 		}
 	}
 	return nil

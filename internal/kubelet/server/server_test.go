@@ -227,6 +227,31 @@ func TestExecAndAttach(t *testing.T) {
 	}
 }
 
+// TestEphemeralContainer checks that logs, exec and attach (what kubectl
+// debug -it uses) find an ephemeral container by its name.
+func TestEphemeralContainer(t *testing.T) {
+	k := servertest.Start(t, servertest.Options{})
+	k.AddPod(t, "default", "web", "app")
+	id := k.AddEphemeralContainer(t, "default", "web", "debugger", "app")
+	k.WriteLog(t, id, "stdout F from the debugger")
+	if code, body := get(t, httpClient(t, k.Client), k.URL+"/containerLogs/default/web/debugger"); code != 200 || body != "from the debugger\n" {
+		t.Errorf("logs: %d %q", code, body)
+	}
+	for path, q := range map[string]url.Values{
+		"/attach/default/web/debugger": {"stdout": {"1"}, "stderr": {"1"}},
+		"/exec/default/web/debugger":   {"command": {"echo", "hi"}, "stdout": {"1"}, "stderr": {"1"}},
+	} {
+		var stdout, stderr bytes.Buffer
+		ex := executors(t, k.Client, execURL(k, path, q))["websocket"]
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+		cancel()
+		if err != nil || stdout.Len() == 0 {
+			t.Errorf("%s: stdout %q stderr %q, %v", path, stdout.String(), stderr.String(), err)
+		}
+	}
+}
+
 type sizeQueue chan remotecommand.TerminalSize
 
 func (q sizeQueue) Next() *remotecommand.TerminalSize {

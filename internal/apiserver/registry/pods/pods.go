@@ -3,7 +3,8 @@
 // The pod spec is defaulted and validated by the shared podspec package; this
 // package adds what is particular to Pod objects: pod-only defaults, the
 // Pending phase and QoS class given on create, the rules for updating a
-// running pod, the `kubectl get pods` table and the pod field selectors.
+// running pod, the pods/ephemeralcontainers subresource (ephemeral.go), the
+// `kubectl get pods` table and the pod field selectors.
 package pods
 
 import (
@@ -38,6 +39,8 @@ func Resource() registry.Resource {
 		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
 			return validateUpdate(obj.(*corev1.Pod), old.(*corev1.Pod))
 		},
+		ValidateCreate:   func(obj runtime.Object) field.ErrorList { return validateCreate(obj.(*corev1.Pod)) },
+		SpecSubresources: map[string]registry.SpecSubresource{"ephemeralcontainers": ephemeralContainers},
 		Columns:          columns,
 		Row:              func(obj runtime.Object, now time.Time) []interface{} { return row(obj.(*corev1.Pod), now) },
 		SelectableFields: func(obj runtime.Object) fields.Set { return selectableFields(obj.(*corev1.Pod)) },

@@ -133,6 +133,57 @@ func TestValidateUpdate(t *testing.T) {
 	}
 }
 
+func TestEphemeralContainers(t *testing.T) {
+	debug := func(name, image string) corev1.EphemeralContainer {
+		return corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: name, Image: image}}
+	}
+	pod := newPod()
+	pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{debug("a", "busybox")}
+	if errs := Resource().ValidateCreate(pod); len(errs) != 1 || errs[0].Error() != "spec.ephemeralContainers: Forbidden: cannot be set on create" {
+		t.Errorf("create with an ephemeral container: %v", errs)
+	}
+	sub := Resource().SpecSubresources["ephemeralcontainers"]
+
+	// Only spec.ephemeralContainers gets through the subresource.
+	old := newPod()
+	written := old.DeepCopy()
+	written.Spec.Containers[0].Image = "other"
+	written.Spec.EphemeralContainers = []corev1.EphemeralContainer{debug("a", "busybox")}
+	sub.PrepareForUpdate(written, old)
+	if written.Spec.Containers[0].Image != old.Spec.Containers[0].Image || len(written.Spec.EphemeralContainers) != 1 {
+		t.Errorf("after PrepareForUpdate: image %q, %d ephemeral containers", written.Spec.Containers[0].Image, len(written.Spec.EphemeralContainers))
+	}
+
+	old.Spec.EphemeralContainers = []corev1.EphemeralContainer{debug("a", "busybox"), debug("b", "busybox")}
+	cases := []struct {
+		name string
+		list []corev1.EphemeralContainer
+		want string // substring of the error, "" when valid
+	}{
+		{"add one, reordered", []corev1.EphemeralContainer{debug("c", "busybox"), debug("b", "busybox"), debug("a", "busybox")}, ""},
+		{"remove", []corev1.EphemeralContainer{debug("a", "busybox")}, `existing ephemeral containers "b" may not be removed`},
+		{"change", []corev1.EphemeralContainer{debug("a", "busybox:2"), debug("b", "busybox")}, `existing ephemeral containers "a" may not be changed`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := old.DeepCopy()
+			pod.Spec.EphemeralContainers = tc.list
+			errs := sub.ValidateUpdate(pod, old)
+			switch {
+			case tc.want == "" && len(errs) > 0:
+				t.Errorf("unexpected errors: %v", errs)
+			case tc.want != "" && (len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), tc.want)):
+				t.Errorf("errors %v, want one containing %q", errs, tc.want)
+			}
+		})
+	}
+	static := old.DeepCopy()
+	static.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"}
+	if errs := sub.ValidateUpdate(static, static); len(errs) != 1 || !strings.Contains(errs[0].Error(), "static pods do not support ephemeral containers") {
+		t.Errorf("static pod: %v", errs)
+	}
+}
+
 func TestActiveDeadlineUpdates(t *testing.T) {
 	ptr := func(v int64) *int64 { return &v }
 	if errs := validateActiveDeadline(ptr(60), ptr(30), nil); len(errs) != 1 {

@@ -92,13 +92,11 @@ func validateContainer(c *corev1.Container, kind containerKind, pc *podContext, 
 	}{{"livenessProbe", c.LivenessProbe}, {"readinessProbe", c.ReadinessProbe}, {"startupProbe", c.StartupProbe}}
 	sidecar := kind == initContainer && c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 	for _, p := range probes {
-		if p.probe == nil {
+		if p.probe == nil || kind == ephemeralContainer { // ephemeral: refused by validateEphemeralOnly
 			continue
 		}
 		probePath := path.Child(p.name)
 		switch {
-		case kind == ephemeralContainer:
-			errs = append(errs, field.Forbidden(probePath, "cannot be set for an Ephemeral Container"))
 		case kind == initContainer && !sidecar:
 			errs = append(errs, field.Forbidden(probePath, "may not be set for init containers without restartPolicy=Always"))
 		default:
@@ -110,9 +108,6 @@ func validateContainer(c *corev1.Container, kind containerKind, pc *podContext, 
 				errs = append(errs, field.Invalid(probePath.Child("terminationGracePeriodSeconds"), *p.probe.TerminationGracePeriodSeconds, "must not be set for readinessProbes"))
 			}
 		}
-	}
-	if kind == ephemeralContainer && len(c.Ports) > 0 {
-		errs = append(errs, field.Forbidden(path.Child("ports"), "cannot be set for an Ephemeral Container"))
 	}
 	return errs
 }
@@ -128,7 +123,7 @@ func validateContainerRestartPolicy(c *corev1.Container, kind containerKind, pat
 			return field.ErrorList{field.NotSupported(p, *c.RestartPolicy, []string{string(corev1.ContainerRestartPolicyAlways)})}
 		}
 	case ephemeralContainer:
-		return field.ErrorList{field.Forbidden(p, "cannot be set for an Ephemeral Container")}
+		return nil // refused by validateEphemeralOnly
 	default:
 		supported := []string{string(corev1.ContainerRestartPolicyAlways), string(corev1.ContainerRestartPolicyNever), string(corev1.ContainerRestartPolicyOnFailure)}
 		if !contains(supported, string(*c.RestartPolicy)) {

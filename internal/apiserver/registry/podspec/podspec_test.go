@@ -175,6 +175,26 @@ func TestValidatePodSpec(t *testing.T) {
 				ImagePullPolicy: "Always", TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: "File",
 				LivenessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}, SuccessThreshold: 1}}}
 		}, []string{"Forbidden spec.initContainers[0].livenessProbe"}},
+		{"ephemeral container", func(s *corev1.PodSpec) {
+			s.EphemeralContainers = []corev1.EphemeralContainer{ephemeral("debug", "app")}
+		}, nil},
+		{"ephemeral container forbidden fields", func(s *corev1.PodSpec) {
+			ec := ephemeral("debug", "")
+			ec.Ports = []corev1.ContainerPort{{ContainerPort: 80, Protocol: "TCP"}}
+			ec.ReadinessProbe = &corev1.Probe{}
+			ec.Lifecycle = &corev1.Lifecycle{}
+			ec.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+			ec.RestartPolicy = new(corev1.ContainerRestartPolicy)
+			ec.VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data", SubPathExpr: "$(X)"}}
+			s.EphemeralContainers = []corev1.EphemeralContainer{ec}
+		}, []string{
+			"Forbidden spec.ephemeralContainers[0].ports", "Forbidden spec.ephemeralContainers[0].resources",
+			"Forbidden spec.ephemeralContainers[0].restartPolicy", "Forbidden spec.ephemeralContainers[0].readinessProbe",
+			"Forbidden spec.ephemeralContainers[0].lifecycle", "Forbidden spec.ephemeralContainers[0].volumeMounts[0].subPathExpr",
+		}},
+		{"ephemeral container target and name", func(s *corev1.PodSpec) {
+			s.EphemeralContainers = []corev1.EphemeralContainer{ephemeral("debug", "app"), ephemeral("app", "debug")}
+		}, []string{"Duplicate value spec.ephemeralContainers[1].name", "Not found spec.ephemeralContainers[1].targetContainerName"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,6 +203,13 @@ func TestValidatePodSpec(t *testing.T) {
 			assertErrors(t, ValidatePodSpec(&spec, field.NewPath("spec")), tc.want)
 		})
 	}
+}
+
+// ephemeral is a defaulted ephemeral container targeting target.
+func ephemeral(name, target string) corev1.EphemeralContainer {
+	return corev1.EphemeralContainer{TargetContainerName: target, EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: name, Image: "busybox", ImagePullPolicy: "Always", TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: "File",
+	}}
 }
 
 func TestValidatePodTemplateSpec(t *testing.T) {

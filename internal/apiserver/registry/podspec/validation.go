@@ -55,8 +55,10 @@ func ValidatePodSpec(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	errs = append(errs, validateContainers(spec.InitContainers, initContainer, pc, path.Child("initContainers"))...)
 	errs = append(errs, validateContainers(spec.Containers, regularContainer, pc, path.Child("containers"))...)
 	for i := range spec.EphemeralContainers {
-		c := (*corev1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon)
-		errs = append(errs, validateContainer(c, ephemeralContainer, pc, path.Child("ephemeralContainers").Index(i))...)
+		ec := &spec.EphemeralContainers[i]
+		ecPath := path.Child("ephemeralContainers").Index(i)
+		errs = append(errs, validateContainer((*corev1.Container)(&ec.EphemeralContainerCommon), ephemeralContainer, pc, ecPath)...)
+		errs = append(errs, validateEphemeralOnly(ec, spec, ecPath)...)
 	}
 
 	switch {

@@ -130,9 +130,7 @@ func (k *Kubelet) AddPod(t testing.TB, namespace, name string, containers ...str
 	t.Helper()
 	ctx := context.Background()
 	uid := types.UID(namespace + "-" + name + "-uid")
-	labels := map[string]string{"io.kubernetes.pod.namespace": namespace, "io.kubernetes.pod.name": name, "io.kubernetes.pod.uid": string(uid)}
-	logDir := filepath.Join(k.LogDir, namespace+"_"+name+"_"+string(uid))
-	sbConfig := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: namespace, Uid: string(uid)}, Labels: labels, LogDirectory: logDir}
+	sbConfig := k.sandboxConfig(namespace, name)
 	sandbox, err := k.Fake.RunPodSandbox(ctx, sbConfig, "")
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +148,40 @@ func (k *Kubelet) AddPod(t testing.TB, namespace, name string, containers ...str
 	k.pods = append(k.pods, pod)
 	k.mu.Unlock()
 	return ids
+}
+
+// sandboxConfig is the sandbox config AddPod gives pod namespace/name.
+func (k *Kubelet) sandboxConfig(namespace, name string) *runtimeapi.PodSandboxConfig {
+	uid := namespace + "-" + name + "-uid"
+	labels := map[string]string{"io.kubernetes.pod.namespace": namespace, "io.kubernetes.pod.name": name, "io.kubernetes.pod.uid": uid}
+	return &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: namespace, Uid: uid},
+		Labels: labels, LogDirectory: filepath.Join(k.LogDir, namespace+"_"+name+"_"+uid)}
+}
+
+// AddEphemeralContainer starts an ephemeral (kubectl debug) container
+// named container targeting target in pod namespace/name, which AddPod
+// made, and adds it to the pod's spec and status; it returns its ID.
+func (k *Kubelet) AddEphemeralContainer(t testing.TB, namespace, name, container, target string) string {
+	t.Helper()
+	sbConfig := k.sandboxConfig(namespace, name)
+	sandboxes, err := k.Fake.ListPodSandbox(context.Background(), &runtimeapi.PodSandboxFilter{LabelSelector: sbConfig.Labels})
+	if err != nil || len(sandboxes) == 0 {
+		t.Fatalf("no sandbox for pod %s/%s: %v", namespace, name, err)
+	}
+	id := k.StartContainer(t, sandboxes[0].Id, sbConfig, container, 0)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for i, p := range k.pods {
+		if p.Namespace == namespace && p.Name == name {
+			p = p.DeepCopy()
+			p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, corev1.EphemeralContainer{TargetContainerName: target,
+				EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: container, Image: "busybox", Stdin: true, TTY: true}})
+			p.Status.EphemeralContainerStatuses = append(p.Status.EphemeralContainerStatuses, corev1.ContainerStatus{Name: container,
+				ContainerID: "containerd://" + id, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}})
+			k.pods[i] = p
+		}
+	}
+	return id
 }
 
 // StartContainer creates and starts container name (attempt n) in sandbox.
