@@ -13,13 +13,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"orch/internal/kubelet/images"
 )
 
 // TestKubectlStreaming drives the kubelet API through the apiserver with
 // the real kubectl against real containers: logs (-f, --previous), exec
 // (with stdin, and interactive through a terminal), port-forward to a
-// busybox httpd, top (metrics.k8s.io from the kubelet's summary), and cp
-// in both directions.
+// busybox httpd, top (metrics.k8s.io from the kubelet's summary), cp in
+// both directions, and debug (an ephemeral container, attached).
 func TestKubectlStreaming(t *testing.T) {
 	s := StartServerWithAgent(t)
 	client := s.client(t)
@@ -133,6 +135,30 @@ func TestKubectlStreaming(t *testing.T) {
 		s.Kubectl(t, "cp", "web:/www/index.html", back)
 		if data, err := os.ReadFile(back); err != nil || string(data) != "hello-from-httpd\n" {
 			t.Errorf("after kubectl cp out of the pod: %q %v", data, err)
+		}
+	})
+
+	t.Run("debug", func(t *testing.T) {
+		// An ephemeral container in the PID namespace of main sees its
+		// processes (httpd); -it attaches to it through a terminal.
+		cmd := exec.Command("script", "-qec", orchBin+" kubectl debug web -it -c dbg --target=main --image-pull-policy=Never --image="+images.BusyboxRef+
+			" -- sh -c 'sleep 2; ps; echo debug-ok'", "/dev/null")
+		cmd.Env = s.kubectlEnv(nil)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "httpd -p 8080") || !strings.Contains(string(out), "debug-ok") {
+			t.Errorf("kubectl debug -it: %v\n%s", err, out)
+		}
+		p := waitPod(t, client, "web", time.Minute, func(p *corev1.Pod) string {
+			if es := p.Status.EphemeralContainerStatuses; len(es) != 1 || es[0].State.Terminated == nil {
+				return fmt.Sprintf("ephemeral statuses %+v", es)
+			}
+			return ""
+		})
+		if term := p.Status.EphemeralContainerStatuses[0].State.Terminated; term.ExitCode != 0 {
+			t.Errorf("the debug container ended %+v, want exit 0", term)
+		}
+		if out := s.Kubectl(t, "logs", "web", "-c", "dbg"); !strings.Contains(out, "debug-ok") {
+			t.Errorf("kubectl logs -c dbg = %q", out)
 		}
 	})
 }
