@@ -25,6 +25,11 @@ type Config struct {
 	CNIConfDir   string // CNI network configs (data-dir/agent/etc/cni/net.d)
 	ImagesDir    string // air-gap image archives (data-dir/agent/images)
 	ImportState  string // what Importer imported from where (data-dir/agent/containerd/orch-imports.json)
+	// CertsDir is the CRI registry config_path: a directory per registry
+	// host (certs.d/HOST[:PORT]/hosts.toml, with its CA and client
+	// certificates) that containerd reads at each pull
+	// (data-dir/agent/etc/containerd/certs.d). docs/operations.md says how.
+	CertsDir string
 	// SystemdCgroup selects runc's systemd cgroup driver; the kubelet must
 	// use the same driver. NewConfig sets it with SystemdIsInit.
 	SystemdCgroup bool
@@ -58,6 +63,7 @@ func NewConfig(dataDir string) Config {
 		CNIConfDir:    filepath.Join(agent, "etc", "cni", "net.d"),
 		ImagesDir:     filepath.Join(agent, "images"),
 		ImportState:   filepath.Join(root, "orch-imports.json"),
+		CertsDir:      filepath.Join(agent, "etc", "containerd", "certs.d"),
 		SystemdCgroup: SystemdIsInit(),
 
 		RestrictOOMScoreAdj: !hasCapability(capSysResource),
@@ -134,6 +140,6 @@ func (c Config) TOML() []byte {
 	fmt.Fprintf(&b, "    [plugins.\"io.containerd.grpc.v1.cri\".cni]\n")
 	fmt.Fprintf(&b, "      bin_dir = %s\n      conf_dir = %s\n      max_conf_num = 1\n", q(c.CNIBinDir), q(c.CNIConfDir))
 	fmt.Fprintf(&b, "    [plugins.\"io.containerd.grpc.v1.cri\".registry]\n")
-	fmt.Fprintf(&b, "      config_path = %s\n", q(filepath.Join(filepath.Dir(c.ConfigPath), "certs.d")))
+	fmt.Fprintf(&b, "      config_path = %s\n", q(c.CertsDir))
 	return b.Bytes()
 }

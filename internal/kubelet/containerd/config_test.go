@@ -31,7 +31,7 @@ func TestConfigTOMLGolden(t *testing.T) {
 	}
 	if c.Address != "/run/orch/containerd/containerd.sock" || c.Root != "/var/lib/orch/agent/containerd" ||
 		c.ConfigPath != "/var/lib/orch/agent/etc/containerd/config.toml" || c.CNIConfDir != "/var/lib/orch/agent/etc/cni/net.d" ||
-		c.LogPath != "/var/lib/orch/agent/containerd/containerd.log" {
+		c.LogPath != "/var/lib/orch/agent/containerd/containerd.log" || c.CertsDir != "/var/lib/orch/agent/etc/containerd/certs.d" {
 		t.Errorf("paths %+v", c)
 	}
 }
@@ -64,6 +64,7 @@ func TestContainerdReadsTheConfig(t *testing.T) {
 		`restrict_oom_score_adj = true`,
 		`bin_dir = "/usr/lib/cni"`,
 		`conf_dir = "` + c.CNIConfDir + `"`,
+		`config_path = "` + c.CertsDir + `"`,
 	} {
 		if !strings.Contains(dump, want) {
 			t.Errorf("containerd's view of the config lacks %s:\n%s", want, dump)

@@ -119,7 +119,7 @@ func (s *Supervisor) prepare() (string, error) {
 	if n := len(s.cfg.Address); n >= 108 {
 		return "", fmt.Errorf("containerd: socket path %q is %d bytes; unix socket paths must be shorter than 108", s.cfg.Address, n)
 	}
-	for _, dir := range []string{filepath.Dir(s.cfg.ConfigPath), s.cfg.Root, s.cfg.State, filepath.Dir(s.cfg.Address), filepath.Dir(s.cfg.LogPath), s.cfg.CNIConfDir} {
+	for _, dir := range []string{filepath.Dir(s.cfg.ConfigPath), s.cfg.Root, s.cfg.State, filepath.Dir(s.cfg.Address), filepath.Dir(s.cfg.LogPath), s.cfg.CNIConfDir, s.cfg.CertsDir} {
 		if err := os.MkdirAll(dir, 0o711); err != nil {
 			return "", fmt.Errorf("containerd: %w", err)
 		}

@@ -215,16 +215,16 @@ func Mounts(pod *corev1.Pod, c *corev1.Container, in Container, env map[string]s
 			})
 			if len(missing) > 0 {
 				slices.Sort(missing)
-				return nil, fmt.Errorf("%w: volumeMount %q of container %q: missing value for %s", ErrInvalid, m.Name, c.Name, strings.Join(slices.Compact(missing), ", "))
+				return nil, Invalidf("volumeMount %q of container %q: missing value for %s", m.Name, c.Name, strings.Join(slices.Compact(missing), ", "))
 			}
 		}
 		host := vol.HostPath
 		if sub != "" {
 			if filepath.IsAbs(sub) {
-				return nil, fmt.Errorf("%w: error SubPath `%s` must not be an absolute path", ErrInvalid, sub)
+				return nil, Invalidf("error SubPath `%s` must not be an absolute path", sub)
 			}
 			if slices.Contains(strings.Split(sub, "/"), "..") {
-				return nil, fmt.Errorf("%w: unable to provision SubPath `%s`: must not contain '..'", ErrInvalid, sub)
+				return nil, Invalidf("unable to provision SubPath `%s`: must not contain '..'", sub)
 			}
 			host = filepath.Join(host, sub)
 		}
@@ -266,7 +266,7 @@ func propagation(m *corev1.MountPropagationMode) (runtimeapi.MountPropagation, e
 	case *m == corev1.MountPropagationBidirectional:
 		return runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL, nil
 	}
-	return 0, fmt.Errorf("%w: invalid MountPropagation mode %q", ErrInvalid, *m)
+	return 0, Invalidf("invalid MountPropagation mode %q", *m)
 }
 
 func recursiveReadOnly(m corev1.VolumeMount, supported bool) (bool, error) {
@@ -274,19 +274,19 @@ func recursiveReadOnly(m corev1.VolumeMount, supported bool) (bool, error) {
 		return false, nil
 	}
 	if !m.ReadOnly {
-		return false, fmt.Errorf("%w: volume %q requested recursive read-only mode, but it is not read-only", ErrInvalid, m.Name)
+		return false, Invalidf("volume %q requested recursive read-only mode, but it is not read-only", m.Name)
 	}
 	if m.MountPropagation != nil && *m.MountPropagation != corev1.MountPropagationNone {
-		return false, fmt.Errorf("%w: volume %q requested recursive read-only mode, but it is not compatible with propagation %q", ErrInvalid, m.Name, *m.MountPropagation)
+		return false, Invalidf("volume %q requested recursive read-only mode, but it is not compatible with propagation %q", m.Name, *m.MountPropagation)
 	}
 	switch *m.RecursiveReadOnly {
 	case corev1.RecursiveReadOnlyIfPossible:
 		return supported, nil
 	case corev1.RecursiveReadOnlyEnabled:
 		if !supported {
-			return false, fmt.Errorf("%w: volume %q requested recursive read-only mode, but the runtime does not support it", ErrInvalid, m.Name)
+			return false, Invalidf("volume %q requested recursive read-only mode, but the runtime does not support it", m.Name)
 		}
 		return true, nil
 	}
-	return false, fmt.Errorf("%w: unknown recursive read-only mode %q", ErrInvalid, *m.RecursiveReadOnly)
+	return false, Invalidf("unknown recursive read-only mode %q", *m.RecursiveReadOnly)
 }

@@ -39,7 +39,7 @@ func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) || apierror
 // accepts any printable name). fileKeyRef is refused with ErrUnsupported.
 func Environment(pod *corev1.Pod, c *corev1.Container, node Node, podIPs []string, src EnvSource) ([]EnvVar, error) {
 	if pod.Spec.EnableServiceLinks == nil {
-		return nil, fmt.Errorf("%w: pod %s/%s has no spec.enableServiceLinks (the API server defaults it)", ErrInvalid, pod.Namespace, pod.Name)
+		return nil, Invalidf("pod %s/%s has no spec.enableServiceLinks (the API server defaults it)", pod.Namespace, pod.Name)
 	}
 	services, err := src.Services()
 	if err != nil {

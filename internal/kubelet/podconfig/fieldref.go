@@ -20,7 +20,7 @@ import (
 // preferred family). Other paths are errors, as upstream.
 func FieldRefValue(pod *corev1.Pod, ref *corev1.ObjectFieldSelector, hostIPs, podIPs []string) (string, error) {
 	if ref.APIVersion != "" && ref.APIVersion != "v1" {
-		return "", fmt.Errorf("%w: unsupported pod version %q in fieldRef", ErrInvalid, ref.APIVersion)
+		return "", Invalidf("unsupported pod version %q in fieldRef", ref.APIVersion)
 	}
 	p := ref.FieldPath
 	if p == "spec.host" {
@@ -30,16 +30,16 @@ func FieldRefValue(pod *corev1.Pod, ref *corev1.ObjectFieldSelector, hostIPs, po
 		switch path {
 		case "metadata.annotations":
 			if errs := validation.IsQualifiedName(strings.ToLower(key)); len(errs) > 0 {
-				return "", fmt.Errorf("%w: invalid key subscript in %s: %s", ErrInvalid, p, strings.Join(errs, "; "))
+				return "", Invalidf("invalid key subscript in %s: %s", p, strings.Join(errs, "; "))
 			}
 			return pod.Annotations[key], nil
 		case "metadata.labels":
 			if errs := validation.IsQualifiedName(key); len(errs) > 0 {
-				return "", fmt.Errorf("%w: invalid key subscript in %s: %s", ErrInvalid, p, strings.Join(errs, "; "))
+				return "", Invalidf("invalid key subscript in %s: %s", p, strings.Join(errs, "; "))
 			}
 			return pod.Labels[key], nil
 		}
-		return "", fmt.Errorf("%w: field label does not support subscript: %s", ErrInvalid, p)
+		return "", Invalidf("field label does not support subscript: %s", p)
 	}
 	switch p {
 	case "metadata.name":
@@ -72,7 +72,7 @@ func FieldRefValue(pod *corev1.Pod, ref *corev1.ObjectFieldSelector, hostIPs, po
 	case "status.podIPs":
 		return strings.Join(podIPs, ","), nil
 	}
-	return "", fmt.Errorf("%w: unsupported fieldPath: %s", ErrInvalid, p)
+	return "", Invalidf("unsupported fieldPath: %s", p)
 }
 
 func splitSubscript(p string) (path, key string, ok bool) {
@@ -113,7 +113,7 @@ func ResourceFieldRefValue(pod *corev1.Pod, c *corev1.Container, ref *corev1.Res
 	if ref.ContainerName != "" {
 		c, defaulted = findContainer(pod, ref.ContainerName)
 		if c == nil {
-			return "", fmt.Errorf("%w: container %s not found", ErrInvalid, ref.ContainerName)
+			return "", Invalidf("container %s not found", ref.ContainerName)
 		}
 	}
 	defaults := allocatable
@@ -160,7 +160,7 @@ func ResourceFieldRefValue(pod *corev1.Pod, c *corev1.Container, ref *corev1.Res
 		q := list[rn]
 		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
 	}
-	return "", fmt.Errorf("%w: unsupported container resource: %s", ErrInvalid, ref.Resource)
+	return "", Invalidf("unsupported container resource: %s", ref.Resource)
 }
 
 // findContainer finds a container or init container by name; regular

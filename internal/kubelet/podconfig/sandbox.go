@@ -56,7 +56,7 @@ func SandboxConfig(pod *corev1.Pod, node Node, in Sandbox) (*runtimeapi.PodSandb
 		if domain != "" && pod.Spec.SetHostnameAsFQDN != nil && *pod.Spec.SetHostnameAsFQDN {
 			fqdn := host + "." + domain
 			if len(fqdn) > 64 {
-				return nil, fmt.Errorf("%w: FQDN %s of the pod is too long (%d characters is the max, %d characters requested)", ErrInvalid, fqdn, 64, len(fqdn))
+				return nil, Invalidf("FQDN %s of the pod is too long (%d characters is the max, %d characters requested)", fqdn, 64, len(fqdn))
 			}
 			host = fqdn
 		}
@@ -94,7 +94,7 @@ func sandboxLinux(pod *corev1.Pod, node Node, in Sandbox) (*runtimeapi.LinuxPodS
 		if p.SupplementalGroupsPolicy != nil {
 			v, ok := runtimeapi.SupplementalGroupsPolicy_value[string(*p.SupplementalGroupsPolicy)]
 			if !ok {
-				return nil, fmt.Errorf("%w: unsupported supplementalGroupsPolicy %q", ErrInvalid, *p.SupplementalGroupsPolicy)
+				return nil, Invalidf("unsupported supplementalGroupsPolicy %q", *p.SupplementalGroupsPolicy)
 			}
 			sc.SupplementalGroupsPolicy = runtimeapi.SupplementalGroupsPolicy(v)
 		}
@@ -124,7 +124,7 @@ func PodLabels(pod *corev1.Pod) map[string]string {
 func Hostname(pod *corev1.Pod, clusterDomain string) (hostname, domain string, err error) {
 	if o := pod.Spec.HostnameOverride; o != nil {
 		if msgs := validation.IsDNS1123Subdomain(*o); len(msgs) > 0 {
-			return "", "", fmt.Errorf("%w: pod hostnameOverride %q is not a valid DNS subdomain: %s", ErrInvalid, *o, strings.Join(msgs, "; "))
+			return "", "", Invalidf("pod hostnameOverride %q is not a valid DNS subdomain: %s", *o, strings.Join(msgs, "; "))
 		}
 		h, err := truncateHostname(pod.Name, *o)
 		return h, "", err
@@ -132,7 +132,7 @@ func Hostname(pod *corev1.Pod, clusterDomain string) (hostname, domain string, e
 	hostname = pod.Name
 	if h := pod.Spec.Hostname; h != "" {
 		if msgs := validation.IsDNS1123Label(h); len(msgs) > 0 {
-			return "", "", fmt.Errorf("%w: pod hostname %q is not a valid DNS label: %s", ErrInvalid, h, strings.Join(msgs, "; "))
+			return "", "", Invalidf("pod hostname %q is not a valid DNS label: %s", h, strings.Join(msgs, "; "))
 		}
 		hostname = h
 	}
@@ -141,7 +141,7 @@ func Hostname(pod *corev1.Pod, clusterDomain string) (hostname, domain string, e
 	}
 	if s := pod.Spec.Subdomain; s != "" {
 		if msgs := validation.IsDNS1123Label(s); len(msgs) > 0 {
-			return "", "", fmt.Errorf("%w: pod subdomain %q is not a valid DNS label: %s", ErrInvalid, s, strings.Join(msgs, "; "))
+			return "", "", Invalidf("pod subdomain %q is not a valid DNS label: %s", s, strings.Join(msgs, "; "))
 		}
 		domain = fmt.Sprintf("%s.%s.svc.%s", s, pod.Namespace, clusterDomain)
 	}
@@ -154,7 +154,7 @@ func truncateHostname(pod, hostname string) (string, error) {
 	}
 	h := strings.TrimRight(hostname[:63], "-.")
 	if h == "" {
-		return "", fmt.Errorf("%w: hostname for pod %q was invalid: %q", ErrInvalid, pod, hostname)
+		return "", Invalidf("hostname for pod %q was invalid: %q", pod, hostname)
 	}
 	return h, nil
 }

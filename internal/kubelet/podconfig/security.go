@@ -113,20 +113,20 @@ func VerifyRunAsNonRoot(pod *corev1.Pod, c *corev1.Container, imageUID *int64, i
 	if sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
 		return nil
 	}
-	where := fmt.Sprintf("(pod %s/%s, container %s)", pod.Namespace, pod.Name, c.Name)
+	where := fmt.Sprintf("(pod: %q, container: %s)", fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID), c.Name)
 	if sc.RunAsUser != nil {
 		if *sc.RunAsUser == 0 {
-			return fmt.Errorf("%w: container's runAsUser breaks non-root policy %s", ErrInvalid, where)
+			return Invalidf("container's runAsUser breaks non-root policy %s", where)
 		}
 		return nil
 	}
 	switch {
 	case imageUID == nil && imageUsername != "":
-		return fmt.Errorf("%w: container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root %s", ErrInvalid, imageUsername, where)
+		return Invalidf("container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is non-root %s", imageUsername, where)
 	case imageUID == nil || *imageUID == 0:
-		return fmt.Errorf("%w: container has runAsNonRoot and image will run as root %s", ErrInvalid, where)
+		return Invalidf("container has runAsNonRoot and image will run as root %s", where)
 	case *imageUID < 0 || *imageUID > math.MaxInt32:
-		return fmt.Errorf("%w: container has runAsNonRoot and image has an invalid user id (%d), must be 1-%d %s", ErrInvalid, *imageUID, math.MaxInt32, where)
+		return Invalidf("container has runAsNonRoot and image has an invalid user id (%d). (Must be 1-(%d)): must be between 0 and %d, inclusive %s", *imageUID, math.MaxInt32, math.MaxInt32, where)
 	}
 	return nil
 }
@@ -175,7 +175,7 @@ func ContainerSecurityContext(pod *corev1.Pod, c *corev1.Container, node Node, i
 		if p.SupplementalGroupsPolicy != nil {
 			v, ok := runtimeapi.SupplementalGroupsPolicy_value[string(*p.SupplementalGroupsPolicy)]
 			if !ok {
-				return nil, fmt.Errorf("%w: unsupported supplementalGroupsPolicy %q", ErrInvalid, *p.SupplementalGroupsPolicy)
+				return nil, Invalidf("unsupported supplementalGroupsPolicy %q", *p.SupplementalGroupsPolicy)
 			}
 			out.SupplementalGroupsPolicy = runtimeapi.SupplementalGroupsPolicy(v)
 		}
@@ -217,7 +217,7 @@ func seccompProfile(pod *corev1.Pod, c *corev1.Container, node Node) (*runtimeap
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, nil
 	case p != nil && p.Type == corev1.SeccompProfileTypeLocalhost:
 		if p.LocalhostProfile == nil || *p.LocalhostProfile == "" {
-			return nil, fmt.Errorf("%w: localhostProfile must be set if seccompProfile type is Localhost", ErrInvalid)
+			return nil, Invalidf("localhostProfile must be set if seccompProfile type is Localhost")
 		}
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost,
 			LocalhostRef: filepath.Join(node.SeccompProfileRoot, *p.LocalhostProfile)}, nil
@@ -249,12 +249,12 @@ func appArmorProfile(pod *corev1.Pod, c *corev1.Container) (*runtimeapi.Security
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, corev1.DeprecatedAppArmorBetaProfileNameUnconfined, nil
 	case corev1.AppArmorProfileTypeLocalhost:
 		if p.LocalhostProfile == nil {
-			return nil, "", fmt.Errorf("%w: missing localhost apparmor profile name", ErrInvalid)
+			return nil, "", Invalidf("missing localhost apparmor profile name")
 		}
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: *p.LocalhostProfile},
 			corev1.DeprecatedAppArmorBetaProfileNamePrefix + *p.LocalhostProfile, nil
 	}
-	return nil, "", fmt.Errorf("%w: unknown apparmor profile type %q", ErrInvalid, p.Type)
+	return nil, "", Invalidf("unknown apparmor profile type %q", p.Type)
 }
 
 func annotationAppArmor(v string) *corev1.AppArmorProfile {

@@ -50,6 +50,19 @@ var ErrNotFound = errors.New("not found")
 // written (unsupported field paths, bad mounts, runAsNonRoot violations).
 var ErrInvalid = errors.New("invalid pod")
 
+// Invalidf is an error about a pod the kubelet cannot run as written: its
+// text is the formatted message alone, as upstream's kubelet words it (it
+// reaches the container's waiting message), and errors.Is finds
+// ErrInvalid in it.
+func Invalidf(format string, args ...any) error {
+	return invalidError{fmt.Sprintf(format, args...)}
+}
+
+type invalidError struct{ msg string }
+
+func (e invalidError) Error() string        { return e.msg }
+func (e invalidError) Is(target error) bool { return target == ErrInvalid }
+
 // ErrUnsupported is wrapped by errors about pod features orch does not
 // implement (user namespaces, fileKeyRef env vars): the pod cannot run
 // here rather than run differently from Kubernetes.

@@ -22,6 +22,8 @@ const (
 type backOffEntry struct {
 	backoff    time.Duration
 	lastUpdate time.Time
+	// lastErr is, for an image pull, why the last one failed.
+	lastErr string
 	// reported is the exited container the BackOff event was given for:
 	// one event per exit, not one per sync (the relist syncs every
 	// second, and the event recorder's spam filter would then drop the
@@ -102,15 +104,17 @@ func (w *Workers) pullBackingOff(pod *corev1.Pod, c *corev1.Container) bool {
 	w.mu.Lock()
 	e := w.backoffs[pullKey(pod, c)]
 	var left time.Duration
+	lastErr := ""
 	if e != nil {
-		left = e.backoff - w.now().Sub(e.lastUpdate)
+		left, lastErr = e.backoff-w.now().Sub(e.lastUpdate), e.lastErr
 	}
 	w.mu.Unlock()
 	if left <= 0 {
 		return false
 	}
 	msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
-	w.setWaiting(pod, c.Name, "ImagePullBackOff", msg)
+	// The status says why the last pull failed, as upstream's.
+	w.setWaiting(pod, c.Name, "ImagePullBackOff", msg+": ErrImagePull: "+lastErr)
 	w.recorder.Event(pod, corev1.EventTypeNormal, "BackOff", msg)
 	if w.queue != nil {
 		w.queue.AddAfter(pod.Namespace+"/"+pod.Name, left)
@@ -118,17 +122,18 @@ func (w *Workers) pullBackingOff(pod *corev1.Pod, c *corev1.Container) bool {
 	return true
 }
 
-// pullFailed raises the pull back-off of c's image after a failed pull.
-func (w *Workers) pullFailed(pod *corev1.Pod, c *corev1.Container) {
+// pullFailed raises the pull back-off of c's image after a pull failed
+// with err.
+func (w *Workers) pullFailed(pod *corev1.Pod, c *corev1.Container, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	key, now := pullKey(pod, c), w.now()
 	e := w.backoffs[key]
 	if e == nil || expired(now, e.lastUpdate) {
-		w.backoffs[key] = &backOffEntry{backoff: initialBackOff, lastUpdate: now}
+		w.backoffs[key] = &backOffEntry{backoff: initialBackOff, lastUpdate: now, lastErr: err.Error()}
 		return
 	}
-	e.backoff, e.lastUpdate = min(2*e.backoff, maxBackOff), now
+	e.backoff, e.lastUpdate, e.lastErr = min(2*e.backoff, maxBackOff), now, err.Error()
 }
 
 // forget drops the back-offs and waiting reasons of the pod with uid.

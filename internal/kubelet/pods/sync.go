@@ -553,8 +553,21 @@ func (w *Workers) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Co
 	}
 	w.recorder.Eventf(pod, corev1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
 	start := time.Now()
-	if _, err := w.runtime.PullImage(ctx, spec, nil, sbConfig); err != nil {
-		w.pullFailed(pod, c)
+	auths, missing, err := pullCredentials(ctx, w.client, pod, c.Image)
+	if len(missing) > 0 {
+		w.log.Info("unable to retrieve pull secrets, the image pull may not succeed", "pod", key(pod), "secrets", missing)
+	}
+	if err == nil {
+		_, err = pullWithCredentials(auths, func(auth *runtimeapi.AuthConfig) (string, error) {
+			return w.runtime.PullImage(ctx, spec, auth, sbConfig)
+		})
+	}
+	if err != nil {
+		if len(missing) > 0 {
+			w.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedToRetrieveImagePullSecret",
+				"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(missing, ", "))
+		}
+		w.pullFailed(pod, c, err)
 		w.setWaiting(pod, c.Name, "ErrImagePull", err.Error())
 		w.recorder.Eventf(pod, corev1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
 		w.recorder.Event(pod, corev1.EventTypeWarning, "Failed", "Error: ErrImagePull")

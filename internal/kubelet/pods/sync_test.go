@@ -262,7 +262,7 @@ func TestSyncPullFailureWaits(t *testing.T) {
 		t.Fatal(err) // not an error: the pod is requeued for when the back-off ends
 	}
 	w = h.pod("p").Status.ContainerStatuses[0].State.Waiting
-	if w == nil || w.Reason != "ImagePullBackOff" || w.Message != `Back-off pulling image "busybox"` || h.called("PullImage") != 1 {
+	if w == nil || w.Reason != "ImagePullBackOff" || !strings.HasPrefix(w.Message, `Back-off pulling image "busybox": ErrImagePull: `) || h.called("PullImage") != 1 {
 		t.Fatalf("waiting %+v after %d pulls, want ImagePullBackOff and no new pull", w, h.called("PullImage"))
 	}
 	h.w.Now = func() time.Time { return now.Add(11 * time.Second) }

@@ -1,7 +1,6 @@
 package volumes
 
 import (
-	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -50,10 +49,10 @@ func volumeFieldRef(pod *corev1.Pod, ref *corev1.ObjectFieldSelector) (string, e
 	case "metadata.labels", "metadata.annotations":
 	case "metadata.name", "metadata.namespace", "metadata.uid":
 		if subscripted {
-			return "", fmt.Errorf("%w: fieldPath %q does not support subscript", podconfig.ErrInvalid, p)
+			return "", podconfig.Invalidf("fieldPath %q does not support subscript", p)
 		}
 	default:
-		return "", fmt.Errorf("%w: unsupported fieldPath: %v", podconfig.ErrInvalid, p)
+		return "", podconfig.Invalidf("unsupported fieldPath: %v", p)
 	}
 	return podconfig.FieldRefValue(pod, ref, nil, nil)
 }
@@ -64,7 +63,7 @@ func volumeFieldRef(pod *corev1.Pod, ref *corev1.ObjectFieldSelector) (string, e
 func (s *setup) volumeResourceFieldRef(ref *corev1.ResourceFieldSelector) (string, error) {
 	c := findContainer(s.pod, ref.ContainerName)
 	if c == nil {
-		return "", fmt.Errorf("%w: container %s not found", podconfig.ErrInvalid, ref.ContainerName)
+		return "", podconfig.Invalidf("container %s not found", ref.ContainerName)
 	}
 	own := *ref
 	own.ContainerName = ""

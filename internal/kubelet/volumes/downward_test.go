@@ -91,9 +91,9 @@ func TestDownwardAPIErrors(t *testing.T) {
 		want string
 	}{
 		{corev1.DownwardAPIVolumeFile{Path: "x", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}},
-			`MountVolume.SetUp failed for volume "info" : invalid pod: unsupported fieldPath: spec.nodeName`},
+			`MountVolume.SetUp failed for volume "info" : unsupported fieldPath: spec.nodeName`},
 		{corev1.DownwardAPIVolumeFile{Path: "x", ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: "nope", Resource: "limits.cpu"}},
-			`MountVolume.SetUp failed for volume "info" : invalid pod: container nope not found`},
+			`MountVolume.SetUp failed for volume "info" : container nope not found`},
 	} {
 		pod := testPod(vol("info", corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{tc.item}}}))
 		err := setupError(t, m, pod)

@@ -27,7 +27,7 @@ func (s *setup) hostPath(src *corev1.HostPathVolumeSource) (podconfig.Volume, er
 // exist. An unset type checks nothing.
 func checkHostPath(path string, typ *corev1.HostPathType) error {
 	if slices.Contains(strings.Split(path, "/"), "..") {
-		return fmt.Errorf("%w: invalid HostPath `%s`: must not contain '..'", podconfig.ErrInvalid, path)
+		return podconfig.Invalidf("invalid HostPath `%s`: must not contain '..'", path)
 	}
 	if typ == nil || *typ == corev1.HostPathUnset {
 		return nil
@@ -65,7 +65,7 @@ func checkHostPath(path string, typ *corev1.HostPathType) error {
 	case corev1.HostPathBlockDev:
 		return typeMatches(path, corev1.HostPathBlockDev, "block device")
 	}
-	return fmt.Errorf("%w: %s is an invalid volume type", podconfig.ErrInvalid, *typ)
+	return podconfig.Invalidf("%s is an invalid volume type", *typ)
 }
 
 // ErrHostPathType is wrapped by the errors of hostPath type checks.

@@ -183,7 +183,7 @@ func (s *setup) volume(v *corev1.Volume) (podconfig.Volume, error) {
 // checkName refuses names that would step out of the pod's directories.
 func checkName(what, name string) error {
 	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\x00") {
-		return fmt.Errorf("%w: %s %q cannot name a directory", podconfig.ErrInvalid, what, name)
+		return podconfig.Invalidf("%s %q cannot name a directory", what, name)
 	}
 	return nil
 }

@@ -154,7 +154,7 @@ func TestUnsupportedVolumes(t *testing.T) {
 		`MountVolume.SetUp failed for volume "img" : image volumes are not supported by orch`,
 		`MountVolume.SetUp failed for volume "iscsi" : iscsi volumes are not supported by orch`,
 		`MountVolume.SetUp failed for volume "huge" : emptyDir volumes of medium HugePages-2Mi are not supported by orch`,
-		`MountVolume.SetUp failed for volume "bad/name" : invalid pod: volume name "bad/name" cannot name a directory`,
+		`MountVolume.SetUp failed for volume "bad/name" : volume name "bad/name" cannot name a directory`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
