@@ -94,12 +94,19 @@ func TestSidecarRunsBesideContainers(t *testing.T) {
 	}
 }
 
-func TestSidecarStopsWhenContainersComplete(t *testing.T) {
-	h, _ := clockHarness(t, sidecarPod(corev1.RestartPolicyNever))
+// startedSidecarPod is a harness whose sidecarPod got past its init
+// container: the sidecar and main run.
+func startedSidecarPod(t *testing.T, policy corev1.RestartPolicy) *harness {
+	h, _ := clockHarness(t, sidecarPod(policy))
 	h.mustSync("p")
 	h.exitNewest("setup", 0)
 	h.mustSync("p")
 	h.mustSync("p")
+	return h
+}
+
+func TestSidecarStopsWhenContainersComplete(t *testing.T) {
+	h := startedSidecarPod(t, corev1.RestartPolicyNever)
 	if got := h.running(); !slices.Equal(got, []string{"main", "proxy"}) {
 		t.Fatalf("running %v", got)
 	}
@@ -144,11 +151,7 @@ func TestSidecarStartupProbeGatesNextContainer(t *testing.T) {
 }
 
 func TestSidecarsStopAfterContainersOnDelete(t *testing.T) {
-	h, _ := clockHarness(t, sidecarPod(corev1.RestartPolicyAlways))
-	h.mustSync("p")
-	h.exitNewest("setup", 0)
-	h.mustSync("p")
-	h.mustSync("p")
+	h := startedSidecarPod(t, corev1.RestartPolicyAlways)
 	ids := map[string]string{}
 	for _, name := range []string{"main", "proxy"} {
 		ids[h.containers(name)[0].Id] = name
