@@ -72,8 +72,12 @@ type harness struct {
 	observed []string // events read so far
 }
 
+// newHarness is a prober whose exec probes run exec (nil: they succeed).
 func newHarness(t *testing.T, exec func(cmd string) (string, int32)) *harness {
 	t.Helper()
+	if exec == nil {
+		exec = func(string) (string, int32) { return "", 0 }
+	}
 	h := &harness{clock: testclock.NewFakeClock(t0), events: record.NewFakeRecorder(1000)}
 	h.rt = &fakeRuntime{fn: func(_ context.Context, _ string, cmd []string) ([]byte, []byte, int32, error) {
 		out, code := exec(strings.Join(cmd, " "))

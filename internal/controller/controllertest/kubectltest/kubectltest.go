@@ -98,10 +98,16 @@ func configFlags(t testing.TB, config *rest.Config) *genericclioptions.ConfigFla
 	return flags
 }
 
+// fatalHandler turns kubectl's fatal handler into a panic, once for the
+// test binary: it is a global that goroutines kubectl leaves behind (cp's
+// tar pipe) still read after a command returned, so it is never restored.
+var fatalHandler sync.Once
+
 // execute runs run with kubectl's fatal handler turned into an error.
 func execute(run func() error) (err error) {
-	cmdutil.BehaviorOnFatal(func(msg string, code int) { panic(exit{msg, code}) })
-	defer cmdutil.DefaultBehaviorOnFatal()
+	fatalHandler.Do(func() {
+		cmdutil.BehaviorOnFatal(func(msg string, code int) { panic(exit{msg, code}) })
+	})
 	defer func() {
 		if r := recover(); r != nil {
 			f, ok := r.(exit)
