@@ -78,7 +78,11 @@ func TestTLSHandshake(t *testing.T) {
 				cfg.RootCAs = b.CAPool()
 			}
 			if tt.cert != nil {
-				cfg.Certificates = []tls.Certificate{*tt.cert}
+				// Always present the certificate: Go's client would leave out
+				// one whose issuer the server does not ask for (another CA of
+				// a different name), and the server would never see it.
+				cert := tt.cert
+				cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
 			}
 			client := &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
 			defer client.CloseIdleConnections()
