@@ -87,18 +87,13 @@ func imageGC(nodeName, dir string, client kubernetes.Interface, rt *cri.Runtime,
 	usage := func() (uint64, uint64, error) {
 		fsDir := dir
 		if fsDir == "" {
-			info, err := rt.ImageFsInfo(context.Background())
-			if err != nil {
+			var err error
+			if fsDir, err = node.RuntimeImageFs(context.Background(), rt); err != nil {
 				return 0, 0, err
 			}
-			for _, fs := range info.GetImageFilesystems() {
-				fsDir = fs.GetFsId().GetMountpoint()
-			}
 		}
-		if fsDir == "" {
-			return 0, 0, fmt.Errorf("the container runtime reports no image file system")
-		}
-		return imagegc.StatFS(fsDir)()
+		st, err := node.StatFS(fsDir)
+		return uint64(st.Bytes), uint64(st.AvailableBytes), err
 	}
 	kept := func() []string { return append(keep(), images.PauseRef) }
 	return run.Func(func(ctx context.Context) error {

@@ -8,7 +8,7 @@
 // images Keep names (the air-gap imports and the pause image, which
 // containerd 1.6 does not pin) are never removed.
 //
-//	m := imagegc.New(runtime, imagegc.Config{Usage: imagegc.StatFS(dir), Keep: importer.Images}, recorder, nodeRef, log)
+//	m := imagegc.New(runtime, imagegc.Config{Usage: usage, Keep: importer.Images}, recorder, nodeRef, log)
 //	err := m.Start(ctx) // blocks until ctx ends
 package imagegc
 
@@ -19,7 +19,6 @@ import (
 	"slices"
 	"sort"
 	"sync"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -236,16 +235,4 @@ func (m *Manager) freeSpace(ctx context.Context, toFree int64, inUse map[string]
 		freed += int64(c.r.size)
 	}
 	return freed, nil
-}
-
-// StatFS reports the capacity and available bytes of the file system
-// that holds dir.
-func StatFS(dir string) func() (uint64, uint64, error) {
-	return func() (uint64, uint64, error) {
-		var st syscall.Statfs_t
-		if err := syscall.Statfs(dir, &st); err != nil {
-			return 0, 0, err
-		}
-		return st.Blocks * uint64(st.Bsize), st.Bavail * uint64(st.Bsize), nil
-	}
 }

@@ -265,15 +265,17 @@ func (a *Agent) observePressure(ctx context.Context) Pressure {
 func (a *Agent) measureHost(ctx context.Context) (Observations, error) {
 	imageFs, err := a.cfg.ImageFsDir, error(nil)
 	if imageFs == "" {
-		imageFs, err = runtimeImageFs(ctx, a.rt)
+		imageFs, err = RuntimeImageFs(ctx, a.rt)
 	}
 	obs, merr := HostMachine(a.cfg.KubeletDir, imageFs).Measure()
 	return obs, errors.Join(err, merr)
 }
 
-// runtimeImageFs is the mount point of the runtime's image file system
+// RuntimeImageFs is the mount point of the runtime's image file system
 // (CRI ImageFsInfo), as upstream's kubelet finds its imagefs.
-func runtimeImageFs(ctx context.Context, rt Runtime) (string, error) {
+func RuntimeImageFs(ctx context.Context, rt interface {
+	ImageFsInfo(context.Context) (*runtimeapi.ImageFsInfoResponse, error)
+}) (string, error) {
 	info, err := rt.ImageFsInfo(ctx)
 	if err != nil {
 		return "", fmt.Errorf("imagefs: container runtime ImageFsInfo: %w", err)
