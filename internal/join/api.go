@@ -77,7 +77,12 @@ type Cluster struct {
 	DNS string `json:"dns"`
 	// Domain is the cluster's DNS domain (--cluster-domain).
 	Domain string `json:"domain"`
+	// ClusterCIDR holds every pod IP (--cluster-cidr): the agent routes it
+	// between nodes and masquerades what leaves it.
+	ClusterCIDR string `json:"clusterCIDR"`
+	// ServiceCIDR holds every ClusterIP (--service-cidr).
+	ServiceCIDR string `json:"serviceCIDR"`
 }
 
 // DefaultCluster is what a server that sends no settings means.
-var DefaultCluster = Cluster{DNS: "10.43.0.10", Domain: "cluster.local"}
+var DefaultCluster = Cluster{DNS: "10.43.0.10", Domain: "cluster.local", ClusterCIDR: "10.42.0.0/16", ServiceCIDR: "10.43.0.0/16"}

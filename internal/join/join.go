@@ -365,5 +365,11 @@ func withDefaults(c Cluster) Cluster {
 	if c.Domain == "" {
 		c.Domain = DefaultCluster.Domain
 	}
+	if c.ClusterCIDR == "" {
+		c.ClusterCIDR = DefaultCluster.ClusterCIDR
+	}
+	if c.ServiceCIDR == "" {
+		c.ServiceCIDR = DefaultCluster.ServiceCIDR
+	}
 	return c
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"orch/internal/controller/clusterdns"
 	"orch/internal/pki"
 )
 
@@ -72,6 +73,9 @@ func (b *bootstrap) reconcile(ctx context.Context, client kubernetes.Interface) 
 	if err := b.ensureService(ctx, client); err != nil {
 		return err
 	}
+	if err := b.ensureDNSService(ctx, client); err != nil {
+		return err
+	}
 	if err := b.ensureEndpoints(ctx, client); err != nil {
 		return err
 	}
@@ -98,6 +102,33 @@ func (b *bootstrap) ensureService(ctx context.Context, client kubernetes.Interfa
 	_, err = services.Create(ctx, svc, metav1.CreateOptions{FieldManager: "orch-bootstrap"})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("service default/kubernetes: %w", err)
+	}
+	return nil
+}
+
+// ensureDNSService creates kube-system/kube-dns at --cluster-dns, the
+// Service pods' resolv.conf points at. It has no selector: every agent
+// answers DNS itself, and the clusterdns controller lists each node's
+// resolver in its EndpointSlice; internalTrafficPolicy Local keeps every
+// query on the node it came from, so a node cut off from the others still
+// resolves names. A kube-dns the user changed is left as it is.
+func (b *bootstrap) ensureDNSService(ctx context.Context, client kubernetes.Interface) error {
+	local := corev1.ServiceInternalTrafficPolicyLocal
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: clusterdns.ServiceName, Namespace: metav1.NamespaceSystem,
+			Labels: map[string]string{"k8s-app": "kube-dns", "kubernetes.io/cluster-service": "true", "kubernetes.io/name": "KubeDNS"}},
+		Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeClusterIP, ClusterIP: b.cfg.ClusterDNS, InternalTrafficPolicy: &local,
+			Ports: clusterdns.ServicePorts(),
+		},
+	}
+	services := client.CoreV1().Services(metav1.NamespaceSystem)
+	if _, err := services.Get(ctx, svc.Name, metav1.GetOptions{}); err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	_, err := services.Create(ctx, svc, metav1.CreateOptions{FieldManager: "orch-bootstrap"})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("service kube-system/kube-dns: %w", err)
 	}
 	return nil
 }

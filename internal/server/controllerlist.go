@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"orch/internal/controller"
+	"orch/internal/controller/clusterdns"
 	"orch/internal/controller/cronjob"
 	"orch/internal/controller/daemonset"
 	"orch/internal/controller/deployment"
@@ -24,6 +25,7 @@ import (
 	"orch/internal/controller/resourcequota"
 	"orch/internal/controller/rootcacertpublisher"
 	"orch/internal/controller/serviceaccount"
+	"orch/internal/controller/servicelb"
 	"orch/internal/controller/statefulset"
 	"orch/internal/controller/ttlafterfinished"
 	"orch/internal/pki"
@@ -69,6 +71,8 @@ func controllers(p parsed) func(ctx controller.Context) ([]run.Named, error) {
 			{Name: "disruption", Runnable: disruption.New(ctx)},
 			{Name: "pvbinder", Runnable: pvbinder.New(ctx)},
 			{Name: nodepassword.Name, Runnable: nodepassword.New(ctx)},
+			{Name: clusterdns.Name, Runnable: clusterdns.New(ctx)},
+			{Name: servicelb.Name, Runnable: servicelb.New(ctx)},
 		}, nil
 	}
 }

@@ -80,7 +80,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := pki.WriteKubeconfig(p.WriteKubeconfig, p.WriteKubeconfigMode, url, bundle.CACertPEM, bundle.AdminCertPEM, bundle.AdminKeyPEM); err != nil {
 		return err
 	}
-	joins, err := newJoinHandler(bundle, token, join.Cluster{DNS: p.ClusterDNS, Domain: p.ClusterDomain}, loopback, log.With("component", "join"))
+	joins, err := newJoinHandler(bundle, token, join.Cluster{DNS: p.ClusterDNS, Domain: p.ClusterDomain, ClusterCIDR: p.clusterCIDR.String(), ServiceCIDR: p.serviceCIDR.String()}, loopback, log.With("component", "join"))
 	if err != nil {
 		return err
 	}
