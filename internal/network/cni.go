@@ -159,6 +159,25 @@ func DefaultMTU() int {
 	return link.MTU
 }
 
+// PodMTU is the MTU of the pods' interfaces on a node at nodeIP with
+// backend: the MTU of the interface holding nodeIP (which carries traffic
+// to the other nodes; DefaultMTU when no interface holds it) less what
+// the backend's encapsulation takes.
+func PodMTU(nodeIP net.IP, backend string) int {
+	mtu := DefaultMTU()
+	if ifaces, err := net.Interfaces(); err == nil {
+		for _, iface := range ifaces {
+			addrs, _ := iface.Addrs()
+			for _, a := range addrs {
+				if n, ok := a.(*net.IPNet); ok && n.IP.Equal(nodeIP) && iface.MTU > 0 {
+					mtu = iface.MTU
+				}
+			}
+		}
+	}
+	return mtu - MTUOverhead(backend)
+}
+
 // defaultRouteInterface reads /proc/net/route and returns the interface of
 // the default route with the lowest metric ("" when there is none).
 func defaultRouteInterface(s *bufio.Scanner) string {
