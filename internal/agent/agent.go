@@ -55,6 +55,15 @@ type Config struct {
 	// EvictionHard are the thresholds of the node's pressure conditions
 	// (--eviction-hard): node.DefaultEvictionHard when nil, none when empty.
 	EvictionHard []node.Threshold
+	// NetworkBackend routes pods between nodes: network.BackendVXLAN
+	// (the default), BackendHostGW or BackendNone.
+	NetworkBackend string
+	// DisableProxy leaves Services to another proxy (--disable-proxy).
+	DisableProxy bool
+	// ResolvConf is the node's resolver configuration: the cluster DNS
+	// forwards other names to its servers, and pods with dnsPolicy
+	// Default get it (default /etc/resolv.conf).
+	ResolvConf string
 }
 
 // DefaultKubeletPort is the kubelet API's port, as upstream's.
@@ -87,6 +96,17 @@ func (cfg Config) check() (checked, error) {
 	}
 	if c.KubeletPort == 0 {
 		c.KubeletPort = DefaultKubeletPort
+	}
+	if c.NetworkBackend == "" {
+		c.NetworkBackend = network.BackendVXLAN
+	}
+	switch c.NetworkBackend {
+	case network.BackendVXLAN, network.BackendHostGW, network.BackendNone:
+	default:
+		return c, fmt.Errorf("orch agent: --network-backend %q is not one of vxlan, host-gw or none", c.NetworkBackend)
+	}
+	if c.ResolvConf == "" {
+		c.ResolvConf = "/etc/resolv.conf"
 	}
 	if c.KubeletPort < 0 || c.KubeletPort > 65535 {
 		return c, fmt.Errorf("orch agent: --kubelet-port %d is not a port number", c.KubeletPort)
@@ -218,6 +238,7 @@ func cniConfig(c checked) network.CNIConfig {
 	return network.CNIConfig{
 		NodeName: c.NodeName,
 		ConfDir:  containerd.NewConfig(c.DataDir).CNIConfDir,
-		Bridge:   network.BridgeOptions{IPAMDataDir: filepath.Join(c.DataDir, "agent", "cni", "networks")},
+		Bridge: network.BridgeOptions{IPAMDataDir: filepath.Join(c.DataDir, "agent", "cni", "networks"),
+			MTU: network.PodMTU(c.ips[0], c.NetworkBackend)},
 	}
 }

@@ -56,6 +56,7 @@ func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kub
 	}
 	workers.DNS = podconfig.ClusterDNS{Servers: []string{cluster.DNS}, Domain: cluster.Domain}
 	workers.LogRoot = podLogRoot(c.DataDir)
+	workers.ResolvConf = c.ResolvConf
 	workers.SystemdCgroups = containerd.SystemdIsInit()
 	api, err := server.New(server.Config{
 		Addr:         fmt.Sprintf(":%d", c.KubeletPort),
@@ -71,13 +72,21 @@ func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kub
 	if err != nil {
 		return nil, err
 	}
-	return []run.Named{
+	cni := network.NewCNIConfigWriter(cniConfig(c), client, rt, log)
+	netParts, err := clusterNetwork(c, cluster, client, cni, log)
+	if err != nil {
+		return nil, err
+	}
+	parts := []run.Named{
 		{Name: "kubelet API", Runnable: api},
 		{Name: "node status", Runnable: node.New(nodeCfg, client, rt, nil, log)},
-		{Name: "pod network config", Runnable: network.NewCNIConfigWriter(cniConfig(c), client, rt, log)},
-		{Name: "pods", Runnable: workers},
-		{Name: "image garbage collection", Runnable: imageGC(c.NodeName, nodeCfg.ImageFsDir, client, rt, keep, log)},
-	}, nil
+		{Name: "pod network config", Runnable: cni},
+	}
+	parts = append(parts, netParts...)
+	return append(parts,
+		run.Named{Name: "pods", Runnable: workers},
+		run.Named{Name: "image garbage collection", Runnable: imageGC(c.NodeName, nodeCfg.ImageFsDir, client, rt, keep, log)},
+	), nil
 }
 
 // imageGC collects unused images when the image file system (dir, else

@@ -7,6 +7,7 @@ import (
 
 	"orch/internal/agent"
 	"orch/internal/kubelet/node"
+	"orch/internal/network"
 )
 
 func agentCommand() *cli.Command {
@@ -16,6 +17,16 @@ func agentCommand() *cli.Command {
 		Flags:  agentFlags(),
 		Before: loadConfigFile,
 		Action: runAgent,
+		Subcommands: []*cli.Command{{
+			Name:  "cleanup",
+			Usage: "remove the Service rules, routes, VXLAN device and masquerade rules an agent wrote (run with the agent stopped)",
+			Action: func(c *cli.Context) error {
+				if err := agent.Cleanup(newLogger(false)); err != nil {
+					return cli.Exit("orch agent cleanup: "+err.Error(), 1)
+				}
+				return nil
+			},
+		}},
 	}
 }
 
@@ -43,6 +54,10 @@ func nodeFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "eviction-hard", Usage: "hard eviction thresholds signal<quantity or signal<percent% (comma-separated or repeated) " +
 			"that set the node's MemoryPressure, DiskPressure and PIDPressure conditions; given, they replace the defaults " +
 			"(default: " + node.DefaultEvictionHardFlag + "; pods are not evicted)"},
+		&cli.StringFlag{Name: "network-backend", Value: network.BackendVXLAN, Usage: "how pods reach pods on other nodes: vxlan (works across routed networks), " +
+			"host-gw (direct routes; nodes must share a link) or none (another network plugin does it)"},
+		&cli.BoolFlag{Name: "disable-proxy", Usage: "do not program Services into iptables (another service proxy does it)"},
+		&cli.StringFlag{Name: "resolv-conf", Value: "/etc/resolv.conf", Usage: "the node's resolver configuration: the cluster DNS forwards other names to its servers, and pods with dnsPolicy Default get it"},
 	}
 }
 
@@ -75,6 +90,9 @@ func agentConfig(c *cli.Context) (agent.Config, error) {
 		ContainerRuntimeEndpoint: c.String("container-runtime-endpoint"),
 		KubeletPort:              c.Int("kubelet-port"),
 		EvictionHard:             evictionHard,
+		NetworkBackend:           c.String("network-backend"),
+		DisableProxy:             c.Bool("disable-proxy"),
+		ResolvConf:               c.String("resolv-conf"),
 	}, nil
 }
 

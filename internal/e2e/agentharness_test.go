@@ -52,12 +52,17 @@ var testEvictionHard = []string{"--eviction-hard", "memory.available<100Mi"}
 // StartAgentIn is StartAgent inside network namespace netns (its
 // containerd and pods too), joining server (a URL reachable from there)
 // with token as node name at nodeIP.
-func StartAgentIn(t testing.TB, netns, server, token, name, nodeIP string) *Agent {
+func StartAgentIn(t testing.TB, netns, server, token, name, nodeIP string, extra ...string) *Agent {
 	t.Helper()
-	// nsenter enters only the network namespace: `ip netns exec` also
-	// remounts /sys, which hides cgroup v1 mounts from runc.
-	return startAgent(t, name, []string{"nsenter", "--net=/run/netns/" + netns},
-		append([]string{"--server", server, "--token", token, "--node-ip", nodeIP}, testEvictionHard...))
+	args := append([]string{"--server", server, "--token", token, "--node-ip", nodeIP}, testEvictionHard...)
+	return startAgent(t, name, inNetns(netns), append(args, extra...))
+}
+
+// inNetns prefixes a command to run it in network namespace netns.
+// nsenter enters only the network namespace: `ip netns exec` also
+// remounts /sys, which hides cgroup v1 mounts from runc.
+func inNetns(netns string) []string {
+	return []string{"nsenter", "--net=/run/netns/" + netns}
 }
 
 // startAgent runs `orch agent --data-dir D --node-name name args…`,
@@ -78,9 +83,19 @@ func startAgent(t testing.TB, name string, wrap, args []string) *Agent {
 			}
 		}
 		cleanUpRuntime(t, dataDir)
+		cleanUpNetwork(t, wrap)
 	})
 	a.Start()
 	return a
+}
+
+// cleanUpNetwork runs `orch agent cleanup` (prefixed by wrap) to remove
+// the Service rules, routes and masquerade rules a stopped agent left.
+func cleanUpNetwork(t testing.TB, wrap []string) {
+	args := append(slices.Clone(wrap), orchBin, "agent", "cleanup")
+	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+		t.Errorf("%s: %v\n%s", strings.Join(args, " "), err, out)
+	}
 }
 
 // Start starts the agent process (again).

@@ -78,6 +78,7 @@ func startServer(t testing.TB, withAgent bool, bindAddress string, extra ...stri
 		}
 		if withAgent {
 			cleanUpRuntime(t, dir)
+			cleanUpNetwork(t, nil)
 		}
 	})
 	s.Start()

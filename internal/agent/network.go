@@ -1,0 +1,68 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"k8s.io/client-go/kubernetes"
+
+	"orch/internal/controller/clusterdns"
+	"orch/internal/dns"
+	"orch/internal/join"
+	"orch/internal/network"
+	"orch/internal/proxy"
+	"orch/internal/run"
+)
+
+// clusterNetwork is the node's part of the cluster network: routes to the
+// other nodes' pods and masquerade (network.Router), the Service proxy
+// (proxy.Proxier, unless --disable-proxy) and the cluster DNS, which
+// answers on the pod network's gateway once cni knows the node's podCIDR.
+func clusterNetwork(c checked, cluster join.Cluster, client kubernetes.Interface, cni *network.CNIConfigWriter, log *slog.Logger) ([]run.Named, error) {
+	router, err := network.NewRouter(network.RouteConfig{
+		NodeName: c.NodeName, NodeIP: c.ips[0], Backend: c.NetworkBackend, ClusterCIDR: cluster.ClusterCIDR,
+	}, client, log)
+	if err != nil {
+		return nil, err
+	}
+	parts := []run.Named{{Name: "pod routes", Runnable: router}}
+	if !c.DisableProxy {
+		p, err := proxy.New(proxy.Config{NodeName: c.NodeName, NodeIPs: c.ips, ClusterCIDR: cluster.ClusterCIDR}, client, log)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, run.Named{Name: "service proxy", Runnable: p})
+	}
+	parts = append(parts, run.Named{Name: "cluster DNS", Runnable: run.Func(func(ctx context.Context) error {
+		select {
+		case <-cni.Ready():
+		case <-ctx.Done():
+			return nil
+		}
+		gw, err := network.GatewayIP(cni.PodCIDR())
+		if err != nil {
+			return err
+		}
+		addr := func(port int) string { return net.JoinHostPort(gw.String(), fmt.Sprint(port)) }
+		server, err := dns.New(dns.Config{
+			Domain: cluster.Domain, Listen: []string{addr(clusterdns.DNSPort)}, MetricsAddr: addr(clusterdns.MetricsPort), ResolvConf: c.ResolvConf,
+		}, client, log)
+		if err != nil {
+			return err
+		}
+		log.Info("cluster DNS answers on the pod network's gateway", "address", addr(clusterdns.DNSPort))
+		return server.Start(ctx)
+	})})
+	return parts, nil
+}
+
+// Cleanup removes what the agent's cluster network wrote into the host:
+// the Service proxy's iptables rules, the routes and VXLAN device, the
+// masquerade rules. Other programs' rules stay. `orch agent cleanup`
+// runs it, with the agent stopped.
+func Cleanup(log *slog.Logger) error {
+	return errors.Join(proxy.Cleanup(log), network.CleanupRoutes(log))
+}

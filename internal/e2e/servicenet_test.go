@@ -1,0 +1,317 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"orch/internal/network"
+)
+
+// TestPodsAcrossNodesHostGW: with --network-backend host-gw, pods on two
+// nodes reach each other by pod IP through direct routes, without NAT.
+func TestPodsAcrossNodesHostGW(t *testing.T) {
+	c := startNetCluster(t, network.BackendHostGW, 82)
+	web := c.startWeb(t)
+	routes := c.inNode(t, "net-a", "ip", "route")
+	if !strings.Contains(routes, web["net-b"].Status.PodIP[:strings.LastIndex(web["net-b"].Status.PodIP, ".")]+".0/24 via "+c.ip["net-b"]) {
+		t.Errorf("node net-a's routes have no host-gw route to net-b's pods via %s:\n%s", c.ip["net-b"], routes)
+	}
+	c.checkPodToPod(t, web)
+}
+
+// TestClusterNetwork is issue 5's acceptance on a cluster of two nodes
+// with the default vxlan backend: pod to pod without NAT, a ClusterIP
+// Service spreading over both nodes, scaling to zero and back, NodePort
+// and LoadBalancer from outside, externalTrafficPolicy Local, readiness,
+// cluster DNS, an agent restart under an open connection, and no rules
+// left for deleted Services or after `orch agent cleanup`.
+func TestClusterNetwork(t *testing.T) {
+	c := startNetCluster(t, network.BackendVXLAN, 81)
+	web := c.startWeb(t)
+	if link := c.inNode(t, "net-a", "ip", "-d", "link", "show", "orch.vxlan"); !strings.Contains(link, "vxlan id 1") {
+		t.Errorf("node net-a has no VXLAN device orch.vxlan with VNI 1:\n%s", link)
+	}
+	c.checkPodToPod(t, web)
+	c.s.Kubectl(t, "expose", "deployment", "web", "--port=80", "--target-port=8080", "--name=web")
+
+	t.Run("clusterIPSpreads", func(t *testing.T) {
+		for _, n := range c.nodes {
+			eventually(t, 30*time.Second, func() string { // the new Service's name and rules
+				if out, ok := c.fetch(t, n, "http://web/cgi-bin/who"); !ok {
+					return "from " + n + ": " + out
+				}
+				return ""
+			})
+			seen := map[string]int{}
+			for _, answer := range c.who(t, n, "http://web", 20) {
+				pod, _, _ := strings.Cut(answer, " ")
+				seen[pod]++
+			}
+			if len(seen) != 2 || seen["FAILED"] > 0 {
+				t.Errorf("20 requests to http://web from node %s reached %v; want both web pods, no failures", n, seen)
+			}
+		}
+	})
+	t.Run("scaleToZeroAndBack", func(t *testing.T) {
+		c.s.Kubectl(t, "scale", "deployment", "web", "--replicas=0")
+		eventually(t, time.Minute, func() string {
+			out, ok := c.fetch(t, "net-a", "http://web/cgi-bin/who")
+			if ok || !strings.Contains(out, "refused") {
+				return "with no endpoints: " + out
+			}
+			return ""
+		})
+		c.s.Kubectl(t, "scale", "deployment", "web", "--replicas=2")
+		web = c.webPods(t, 2)
+		eventually(t, 30*time.Second, func() string {
+			if out, ok := c.fetch(t, "net-b", "http://web/cgi-bin/who"); !ok {
+				return "after scaling back: " + out
+			}
+			return ""
+		})
+	})
+	t.Run("nodePortAndLoadBalancer", func(t *testing.T) { c.checkExternal(t) })
+	t.Run("externalTrafficPolicyLocal", func(t *testing.T) {
+		c.s.KubectlIn(t, `apiVersion: v1
+kind: Service
+metadata: {name: web-local}
+spec:
+  type: NodePort
+  externalTrafficPolicy: Local
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080}]
+`, "apply", "-f", "-")
+		port := c.nodePort(t, "web-local")
+		for _, n := range c.nodes {
+			answer := c.httpGet(t, fmt.Sprintf("http://%s:%d/cgi-bin/who", c.ip[n], port))
+			if want := web[n].Name + " " + c.hostIP; answer != want {
+				t.Errorf("NodePort with externalTrafficPolicy Local on %s answered %q, want %q (the node's own pod, the client's own address)", n, answer, want)
+			}
+		}
+	})
+	t.Run("readiness", func(t *testing.T) {
+		c.s.Kubectl(t, "exec", web["net-b"].Name, "--", "rm", "/www/ready")
+		waitPod(t, c.client, web["net-b"].Name, time.Minute, func(p *corev1.Pod) string {
+			if podIsReady(p) {
+				return "still ready"
+			}
+			return ""
+		})
+		eventually(t, 30*time.Second, func() string {
+			for _, answer := range c.who(t, "net-a", "http://web", 10) {
+				if !strings.HasPrefix(answer, web["net-a"].Name+" ") {
+					return "a request reached " + answer
+				}
+			}
+			return ""
+		})
+		c.s.Kubectl(t, "exec", web["net-b"].Name, "--", "touch", "/www/ready")
+		web = c.webPods(t, 2)
+	})
+	t.Run("dns", func(t *testing.T) { c.checkDNS(t) })
+	t.Run("agentRestartKeepsConnections", func(t *testing.T) {
+		// A pod on net-a opens a connection through the Service that
+		// lasts 15 s; the agent restarts while it is open.
+		c.s.KubectlIn(t, busyboxPod("slow", "Never", "mkdir -p /tmp; wget -qO /tmp/slow http://web/cgi-bin/slow & touch /tmp/started; wait; sleep 3600",
+			"", "  nodeName: net-a\n  terminationGracePeriodSeconds: 1\n"), "apply", "-f", "-")
+		eventually(t, time.Minute, func() string {
+			if r := c.s.Run(t, Cmd{Args: []string{"exec", "slow", "--", "cat", "/tmp/started"}}); r.Code != 0 {
+				return "the slow request has not started: " + r.Stderr
+			}
+			return ""
+		})
+		time.Sleep(time.Second) // connected
+		c.agent["net-a"].Stop()
+		c.agent["net-a"].Start()
+		waitNodeReady(t, c.client, "net-a")
+		eventually(t, time.Minute, func() string {
+			r := c.s.Run(t, Cmd{Args: []string{"exec", "slow", "--", "cat", "/tmp/slow"}})
+			if strings.TrimSpace(r.Stdout) != "done" {
+				return fmt.Sprintf("the slow answer across the restart: %q %q", r.Stdout, r.Stderr)
+			}
+			return ""
+		})
+	})
+	t.Run("deletedServicesLeaveNoRules", func(t *testing.T) {
+		c.s.Kubectl(t, "delete", "service", "web", "web-np", "web-lb", "web-local", "hl", "ext")
+		for _, n := range c.nodes {
+			eventually(t, 30*time.Second, func() string {
+				rules := c.inNode(t, n, "iptables-save")
+				for _, gone := range []string{"default/web", "default/hl", "default/ext"} {
+					if strings.Contains(rules, gone) {
+						return fmt.Sprintf("node %s still has rules of %s:\n%s", n, gone, rules)
+					}
+				}
+				if !strings.Contains(rules, "default/kubernetes:https") {
+					return fmt.Sprintf("node %s lost the rules of default/kubernetes:\n%s", n, rules)
+				}
+				return ""
+			})
+		}
+	})
+	t.Run("cleanup", func(t *testing.T) {
+		c.agent["net-b"].Stop()
+		c.inNode(t, "net-b", orchBin, "agent", "cleanup")
+		rules := c.inNode(t, "net-b", "iptables-save")
+		for _, ours := range []string{"KUBE-", "ORCH-"} {
+			if strings.Contains(rules, ours) {
+				t.Errorf("after orch agent cleanup, node net-b still has %s rules:\n%s", ours, rules)
+			}
+		}
+		if links := c.inNode(t, "net-b", "ip", "link"); strings.Contains(links, "orch.vxlan") {
+			t.Errorf("after orch agent cleanup, node net-b still has orch.vxlan:\n%s", links)
+		}
+	})
+}
+
+// checkPodToPod: each client pings and fetches from the web pod on the
+// other node by pod IP, which sees the client's own pod IP.
+func (c *netCluster) checkPodToPod(t *testing.T, web map[string]*corev1.Pod) {
+	t.Helper()
+	for i, from := range c.nodes {
+		to := c.nodes[1-i]
+		client, err := c.client.CoreV1().Pods("default").Get(context.Background(), "client-"+from, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		target := web[to].Status.PodIP
+		c.s.Kubectl(t, "exec", client.Name, "--", "ping", "-c", "1", "-W", "3", target)
+		answer, ok := c.fetch(t, from, "http://"+target+":8080/cgi-bin/who")
+		if want := web[to].Name + " " + client.Status.PodIP; !ok || answer != want {
+			t.Errorf("from %s (node %s) to %s (node %s): %q, want %q (the sender's pod IP, no NAT)", client.Name, from, target, to, answer, want)
+		}
+	}
+}
+
+// checkExternal: a NodePort and a LoadBalancer Service answer from the
+// host on every node's address.
+func (c *netCluster) checkExternal(t *testing.T) {
+	c.s.Kubectl(t, "expose", "deployment", "web", "--port=80", "--target-port=8080", "--name=web-np", "--type=NodePort")
+	c.s.Kubectl(t, "expose", "deployment", "web", "--port=8081", "--target-port=8080", "--name=web-lb", "--type=LoadBalancer")
+	port := c.nodePort(t, "web-np")
+	for _, n := range c.nodes {
+		if answer := c.httpGet(t, fmt.Sprintf("http://%s:%d/cgi-bin/who", c.ip[n], port)); !strings.HasPrefix(answer, "web-") {
+			t.Errorf("NodePort on %s answered %q", n, answer)
+		}
+	}
+	var ingress []string
+	eventually(t, 30*time.Second, func() string {
+		svc, err := c.client.CoreV1().Services("default").Get(context.Background(), "web-lb", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		ingress = nil
+		for _, in := range svc.Status.LoadBalancer.Ingress {
+			ingress = append(ingress, in.IP)
+		}
+		if strings.Join(ingress, ",") != c.ip["net-a"]+","+c.ip["net-b"] {
+			return fmt.Sprintf("load balancer ingress %v, want both nodes' addresses", ingress)
+		}
+		return ""
+	})
+	for _, ip := range ingress {
+		if answer := c.httpGet(t, "http://"+ip+":8081/cgi-bin/who"); !strings.HasPrefix(answer, "web-") {
+			t.Errorf("LoadBalancer ingress %s:8081 answered %q", ip, answer)
+		}
+	}
+}
+
+func (c *netCluster) nodePort(t *testing.T, service string) int32 {
+	t.Helper()
+	svc, err := c.client.CoreV1().Services("default").Get(context.Background(), service, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc.Spec.Ports[0].NodePort
+}
+
+// httpGet fetches url from the host (outside every node), retrying for a
+// while: the proxies program new Services within a second or so.
+func (c *netCluster) httpGet(t *testing.T, url string) string {
+	t.Helper()
+	client := &http.Client{Timeout: 3 * time.Second}
+	var body string
+	eventually(t, 30*time.Second, func() string {
+		resp, err := client.Get(url)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return fmt.Sprintf("%s: %d %v", url, resp.StatusCode, err)
+		}
+		body = plainAddresses(strings.TrimSpace(string(data)))
+		return ""
+	})
+	return body
+}
+
+// checkDNS asks the cluster DNS from a pod: services by short and full
+// name, a headless Service's pod record, SRV, an ExternalName and a name
+// only the host's resolver knows.
+func (c *netCluster) checkDNS(t *testing.T) {
+	c.s.KubectlIn(t, `apiVersion: v1
+kind: Service
+metadata: {name: hl}
+spec:
+  clusterIP: None
+  selector: {app: named}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ext}
+spec:
+  type: ExternalName
+  externalName: outside.example
+`, "apply", "-f", "-")
+	c.s.KubectlIn(t, busyboxPod("named", "Always", "sleep 3600", "", "  hostname: named-0\n  subdomain: hl\n  terminationGracePeriodSeconds: 1\n"), "apply", "-f", "-")
+	named := waitPod(t, c.client, "named", 2*time.Minute, func(p *corev1.Pod) string {
+		if !podIsReady(p) {
+			return "named not ready"
+		}
+		return ""
+	})
+	svc, err := c.client.CoreV1().Services("default").Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// busybox's nslookup tries every search domain and exits 1 when one
+	// of them has no answer, so answers are told apart by what they say.
+	cases := []struct{ query, want string }{
+		{"kubernetes.default.svc.cluster.local", "10.43.0.1"},
+		{"web", svc.Spec.ClusterIP},
+		{"web.default.svc.cluster.local", svc.Spec.ClusterIP},
+		{"hl.default.svc.cluster.local", named.Status.PodIP},
+		{"named-0.hl.default.svc.cluster.local", named.Status.PodIP},
+		{"-type=srv _http._tcp.hl.default.svc.cluster.local", "named-0.hl.default.svc.cluster.local"},
+		{"ext.default.svc.cluster.local", "outside.example"},
+		{"outside.example", outsideIP},
+	}
+	if conf := c.s.Kubectl(t, "exec", "client-net-b", "--", "cat", "/etc/resolv.conf"); !strings.Contains(conf, "search default.svc.cluster.local svc.cluster.local cluster.local") ||
+		!strings.Contains(conf, "nameserver 10.43.0.10") || !strings.Contains(conf, "ndots:5") {
+		t.Errorf("a ClusterFirst pod's resolv.conf:\n%s", conf)
+	}
+	for _, tc := range cases {
+		eventually(t, 20*time.Second, func() string {
+			r := c.s.Run(t, Cmd{Args: append([]string{"exec", "client-net-b", "--", "nslookup"}, strings.Fields(tc.query)...)})
+			if !strings.Contains(r.Stdout, tc.want) {
+				return fmt.Sprintf("nslookup %s: exit %d, want %q in:\n%s%s", tc.query, r.Code, tc.want, r.Stdout, r.Stderr)
+			}
+			return ""
+		})
+	}
+	r := c.s.Run(t, Cmd{Args: []string{"exec", "client-net-b", "--", "nslookup", "nothere.default.svc.cluster.local"}})
+	if r.Code == 0 || !strings.Contains(r.Stdout+r.Stderr, "NXDOMAIN") {
+		t.Errorf("nslookup of a name that does not exist: exit %d\n%s%s; want NXDOMAIN", r.Code, r.Stdout, r.Stderr)
+	}
+}

@@ -1,0 +1,66 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+)
+
+// Cleanup removes every rule and chain the proxy writes: the jump rules
+// from the built-in chains, then the KUBE-* chains of the nat and filter
+// tables that the proxy owns. Chains and rules of other programs (the
+// kubelet's KUBE-FIREWALL, a CNI plugin's, an operator's) stay. It is for
+// `orch agent` uninstall and for switching the proxy off; it must not run
+// while a Proxier runs.
+func Cleanup(log *slog.Logger) error {
+	d, err := newIPTablesDriver()
+	if err != nil {
+		return err
+	}
+	return cleanup(d, log)
+}
+
+func cleanup(d *iptablesDriver, log *slog.Logger) error {
+	var errs []error
+	if err := d.deleteJumps(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, table := range []string{"nat", "filter"} {
+		chains, err := d.Chains(table)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		data, n := cleanupText(table, chains)
+		if n == 0 {
+			continue
+		}
+		if err := d.Restore(data); err != nil {
+			errs = append(errs, fmt.Errorf("proxy: remove chains of table %s: %w", table, err))
+			continue
+		}
+		log.Info("removed proxy chains", "table", table, "chains", n)
+	}
+	return errors.Join(errs...)
+}
+
+// cleanupText is the iptables-restore input that flushes and deletes the
+// proxy's chains among chains of table, and how many there are.
+func cleanupText(table string, chains []string) ([]byte, int) {
+	var decl, del strings.Builder
+	n := 0
+	for _, c := range chains {
+		if !isOwnedChain(table, c) {
+			continue
+		}
+		n++
+		decl.WriteString(":" + c + " - [0:0]\n")
+		del.WriteString("-X " + c + "\n")
+	}
+	hint := ""
+	if n > cacheHintChains {
+		hint = "-S\n" // see cacheHintChains
+	}
+	return []byte("*" + table + "\n" + hint + decl.String() + del.String() + "COMMIT\n"), n
+}

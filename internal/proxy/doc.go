@@ -1,0 +1,59 @@
+// Package proxy is the service proxy of `orch agent`: it turns Services and
+// EndpointSlices into iptables rules, laid out as kube-proxy's iptables mode
+// lays them out, so that operators recognise the chains.
+//
+// The nat table: PREROUTING and OUTPUT jump to KUBE-SERVICES, which sends
+// each cluster IP, external IP and load-balancer IP (at the service port) to
+// a per-service chain and ends with a jump to KUBE-NODEPORTS for every local
+// address. KUBE-SVC-<hash> spreads a service port over its ready endpoints
+// (-m statistic --mode random), KUBE-SVL-<hash> over this node's endpoints
+// for a Local traffic policy, KUBE-EXT-<hash> handles external traffic
+// (NodePort, load-balancer and external IPs), KUBE-FW-<hash> applies
+// loadBalancerSourceRanges and KUBE-SEP-<hash> DNATs to one endpoint.
+// Packets marked 0x4000 by KUBE-MARK-MASQ are masqueraded by
+// KUBE-POSTROUTING. The filter table rejects traffic to services without
+// endpoints (KUBE-SERVICES, KUBE-EXTERNAL-SERVICES), drops external traffic
+// of a Local-policy service without local endpoints, and KUBE-FORWARD
+// accepts marked and established traffic. Chain names are upstream's hashes
+// of "namespace/name:port" and the protocol.
+//
+// The package has three layers:
+//
+//   - Build (pure) computes the desired chains from an Input; render turns
+//     them into iptables-restore text, leaving out the per-service chains
+//     that did not change since the last write (a partial sync) and
+//     deleting the chains of services that are gone.
+//   - The driver applies that text with `iptables-restore --noflush` (each
+//     table one transaction) and keeps the jump rules from the built-in
+//     chains with go-iptables (checked on full syncs and every SyncPeriod).
+//     Large inputs start the nat table with a read-only "-S", which keeps
+//     iptables-nft 1.8.9 from going quadratic (see cacheHintChains). When a UDP endpoint goes away, or a UDP
+//     service gets endpoints, the stale conntrack entries of the service's
+//     IPs are deleted through netlink.
+//   - Proxier watches Services and EndpointSlices with client-go informers
+//     and syncs, batching changes over MinSyncPeriod, rewriting everything
+//     every FullSyncPeriod and after any error.
+//
+// IPv4 only: IPv6 addresses of dual-stack services are skipped. Topology
+// hints (trafficDistribution, zone hints) are not used.
+//
+// Tests that touch the kernel run only as root, in a network namespace of
+// their own: TestMain re-executes the test binary under `unshare --net`.
+//
+// Example, in the agent:
+//
+//	p, err := proxy.New(proxy.Config{
+//		NodeName:    "node-1",
+//		NodeIPs:     []net.IP{net.ParseIP("192.168.1.10")},
+//		ClusterCIDR: "10.42.0.0/16",
+//	}, client, log)
+//	if err != nil {
+//		return err // iptables is missing
+//	}
+//	go p.Start(ctx)
+//	<-p.Ready() // services work on this node
+//
+// and to remove every rule the proxy wrote (uninstall):
+//
+//	err := proxy.Cleanup(log)
+package proxy

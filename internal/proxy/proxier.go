@@ -1,0 +1,201 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Defaults, as kube-proxy's iptables mode.
+const (
+	DefaultMinSyncPeriod  = time.Second
+	DefaultSyncPeriod     = 30 * time.Second
+	DefaultFullSyncPeriod = time.Hour
+)
+
+// Config configures a Proxier.
+type Config struct {
+	NodeName string
+	NodeIPs  []net.IP // this node's addresses
+	// ClusterCIDR is the pods' CIDR: traffic to a cluster IP from outside
+	// it is masqueraded. Empty: no such masquerade (kube-proxy without
+	// --cluster-cidr).
+	ClusterCIDR string
+	// MinSyncPeriod is the least time between two syncs; changes within it
+	// are batched. The first change after a quiet time syncs at once.
+	MinSyncPeriod time.Duration
+	// SyncPeriod is how often rules are written even without a change
+	// (repairing the fixed chains and the jump rules); default 30s as
+	// upstream.
+	SyncPeriod time.Duration
+	// FullSyncPeriod is how often every chain is rewritten and stale chains
+	// are looked for; default 1h as upstream.
+	FullSyncPeriod time.Duration
+}
+
+// Proxier is the service proxy of one node.
+type Proxier struct {
+	cfg    Config
+	client kubernetes.Interface
+	log    *slog.Logger
+	s      *syncer
+
+	kick      chan struct{}
+	ready     chan struct{}
+	readyOnce sync.Once
+}
+
+// New checks cfg and makes a Proxier. It fails when iptables is missing.
+func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Proxier, error) {
+	d, err := newIPTablesDriver()
+	if err != nil {
+		return nil, err
+	}
+	return newProxier(cfg, client, log, d, netlinkConntrack{})
+}
+
+func newProxier(cfg Config, client kubernetes.Interface, log *slog.Logger, w ruleWriter, ct conntrackCleaner) (*Proxier, error) {
+	if cfg.NodeName == "" {
+		return nil, errors.New("proxy: Config.NodeName is required (the name of this node, to find its local endpoints)")
+	}
+	if cfg.ClusterCIDR != "" {
+		ip, n, err := net.ParseCIDR(cfg.ClusterCIDR)
+		if err != nil || ip.To4() == nil {
+			return nil, fmt.Errorf("proxy: cluster CIDR %q is not an IPv4 CIDR (e.g. 10.42.0.0/16)", cfg.ClusterCIDR)
+		}
+		cfg.ClusterCIDR = n.String()
+	}
+	if cfg.MinSyncPeriod <= 0 {
+		cfg.MinSyncPeriod = DefaultMinSyncPeriod
+	}
+	if cfg.SyncPeriod <= 0 {
+		cfg.SyncPeriod = DefaultSyncPeriod
+	}
+	if cfg.FullSyncPeriod <= 0 {
+		cfg.FullSyncPeriod = DefaultFullSyncPeriod
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("component", "proxy")
+	return &Proxier{
+		cfg: cfg, client: client, log: log,
+		s:     &syncer{w: w, ct: ct, fullSyncPeriod: cfg.FullSyncPeriod},
+		kick:  make(chan struct{}, 1),
+		ready: make(chan struct{}),
+	}, nil
+}
+
+// Ready is closed after the first successful full sync.
+func (p *Proxier) Ready() <-chan struct{} { return p.ready }
+
+func (p *Proxier) changed() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Start watches Services and EndpointSlices and keeps the rules in step
+// until ctx ends. A failed sync is retried with backoff, as a full sync.
+func (p *Proxier) Start(ctx context.Context) error {
+	// As kube-proxy: leave objects handed to another proxy, and the slices
+	// of headless services, out of the caches altogether.
+	f := informers.NewSharedInformerFactoryWithOptions(p.client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = "!" + labelServiceProxyName + ",!" + labelHeadless
+		}))
+	svcs := f.Core().V1().Services()
+	slices := f.Discovery().V1().EndpointSlices()
+	h := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { p.changed() },
+		UpdateFunc: func(any, any) { p.changed() },
+		DeleteFunc: func(any) { p.changed() },
+	}
+	for _, inf := range []cache.SharedIndexInformer{svcs.Informer(), slices.Informer()} {
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return fmt.Errorf("proxy: watch: %w", err)
+		}
+	}
+	f.Start(ctx.Done())
+	defer f.Shutdown()
+	for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("proxy: the %v cache did not sync; check that the agent can reach the apiserver", typ)
+		}
+	}
+	list := func() Input {
+		in := Input{NodeName: p.cfg.NodeName, NodeIPs: p.cfg.NodeIPs, ClusterCIDR: p.cfg.ClusterCIDR}
+		ss, _ := svcs.Lister().List(labels.Everything())
+		es, _ := slices.Lister().List(labels.Everything())
+		in.Services = append([]*v1.Service(nil), ss...)
+		in.Slices = append([]*discovery.EndpointSlice(nil), es...)
+		return in
+	}
+	p.run(ctx, list)
+	return nil
+}
+
+// run is the sync loop: one sync now, then one per change (at most one per
+// MinSyncPeriod), one per SyncPeriod, and retries after errors.
+func (p *Proxier) run(ctx context.Context, list func() Input) {
+	periodic := time.NewTicker(p.cfg.SyncPeriod)
+	defer periodic.Stop()
+	retry := time.NewTimer(0) // the first sync
+	defer retry.Stop()
+	backoff := p.cfg.MinSyncPeriod
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.kick:
+		case <-periodic.C:
+			p.s.jumpsDue = true
+		case <-retry.C:
+		}
+		if wait := p.cfg.MinSyncPeriod - time.Since(last); !last.IsZero() && wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		select { // changes that came while waiting are in this sync
+		case <-p.kick:
+		default:
+		}
+		start := time.Now()
+		last = start
+		res, err := p.s.sync(start, list())
+		if err != nil {
+			p.log.Error("sync failed; retrying", "err", err, "retryIn", backoff)
+			retry.Reset(backoff)
+			backoff = min(2*backoff, p.cfg.SyncPeriod)
+			continue
+		}
+		backoff = p.cfg.MinSyncPeriod
+		p.log.Info("synced service rules", "full", res.Full, "servicePorts", res.ServicePorts,
+			"endpoints", res.Endpoints, "rules", res.Rules, "chainsWritten", res.ChainsWritten,
+			"chainsDeleted", res.ChainsDeleted, "conntrackDeleted", res.ConntrackDeleted,
+			"duration", time.Since(start))
+		if res.Full {
+			p.readyOnce.Do(func() { close(p.ready) })
+		}
+	}
+}

@@ -1,0 +1,79 @@
+package proxy
+
+import (
+	"fmt"
+	"time"
+)
+
+// syncer turns one Input into rules in the kernel. It keeps what it last
+// wrote, so that a partial sync writes only the per-service chains that
+// changed. It is not safe for concurrent use.
+type syncer struct {
+	w              ruleWriter
+	ct             conntrackCleaner // nil: no conntrack cleanup
+	fullSyncPeriod time.Duration
+
+	prev     written // nil until the first successful sync
+	udp      udpState
+	needFull bool
+	lastFull time.Time
+	// jumpsDue asks the next sync to check the jump rules even when it is
+	// partial: a firewall reload that flushed the built-in chains leaves
+	// the proxy's own chains, so nothing else would notice.
+	jumpsDue bool
+}
+
+// syncResult describes one sync, for logs, tests and benchmarks.
+type syncResult struct {
+	Full             bool
+	ServicePorts     int
+	Endpoints        int
+	Rules            int // rules in the iptables-restore input
+	ChainsWritten    int // per-service chains written
+	ChainsDeleted    int
+	ConntrackDeleted uint
+}
+
+// sync writes the rules for in. A full sync happens on the first call,
+// after any error, and when the full-sync period has passed since the
+// last one; it (re)inserts the jump rules, rewrites every chain and
+// deletes stale per-service chains found by iptables-save.
+func (s *syncer) sync(now time.Time, in Input) (syncResult, error) {
+	full := s.prev == nil || s.needFull || now.Sub(s.lastFull) >= s.fullSyncPeriod
+	s.needFull = true // until this sync succeeds
+	res := syncResult{Full: full}
+	var existing []string
+	if full || s.jumpsDue {
+		if err := s.w.EnsureJumps(); err != nil {
+			return res, err
+		}
+		s.jumpsDue = false
+	}
+	if full {
+		var err error
+		if existing, err = s.w.Chains("nat"); err != nil {
+			return res, err
+		}
+	}
+	rs := Build(in)
+	rt := render(rs, s.prev, full, existing)
+	res.ServicePorts, res.Endpoints, res.Rules = rs.ServicePorts, rs.Endpoints, rt.rules
+	res.ChainsWritten, res.ChainsDeleted = rt.changed, len(rt.deleted)
+	if err := s.w.Restore(rt.data); err != nil {
+		return res, err
+	}
+	s.prev, s.needFull = rt.next, false
+	if full {
+		s.lastFull = now
+	}
+	if f := staleFilter(s.udp, rs.UDP); f != nil && s.ct != nil {
+		n, err := s.ct.DeleteFlows(f)
+		if err != nil {
+			// Keep the old UDP state: the next sync tries these again.
+			return res, fmt.Errorf("proxy: rules are written but deleting stale UDP conntrack entries of %s failed: %w", f, err)
+		}
+		res.ConntrackDeleted = n
+	}
+	s.udp = rs.UDP
+	return res, nil
+}
