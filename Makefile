@@ -51,12 +51,15 @@ check:
 	    cp /tmp/orch-go.mod.bak go.mod; cp /tmp/orch-go.sum.bak go.sum; echo "go mod tidy changes go.mod/go.sum: run it and commit"; exit 1; fi
 
 # make bench: start bin/orch afresh and print start time, API throughput and
-# latency, and memory (docs/benchmarks.md). With KUBE_APISERVER_BIN and ETCD_BIN
+# latency, and memory; then pod start-up, the Service proxy's sync times and
+# the cluster DNS's queries per second (docs/benchmarks.md). With KUBE_APISERVER_BIN and ETCD_BIN
 # set (internal/e2e/bench/build-peer.sh) upstream runs the same load alongside.
 bench: build
 	ORCH_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./internal/e2e/bench/...
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./internal/scheduler/...
 	ORCH_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench PodStartup -benchtime 1x -timeout 30m ./internal/e2e/
+	$(GO) test -run '^$$' -bench 'FullSync|PartialSync' -count 3 -timeout 30m ./internal/proxy/
+	$(GO) test -run '^$$' -bench Query -benchtime 3s -count 3 ./internal/dns/
 
 # make fuzz: a short run of the API decode/default/validate fuzz target.
 fuzz:

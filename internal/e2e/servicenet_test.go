@@ -310,6 +310,16 @@ spec:
 			return ""
 		})
 	}
+	// busybox's nslookup applies the search path to names without dots
+	// only; ping resolves through the C library's resolver, which applies
+	// it to kubernetes.default too (ndots:5), as any pod's program would.
+	eventually(t, 20*time.Second, func() string {
+		r := c.s.Run(t, Cmd{Args: []string{"exec", "client-net-b", "--", "ping", "-c", "1", "-W", "1", "kubernetes.default"}})
+		if !strings.Contains(r.Stdout, "PING kubernetes.default (10.43.0.1)") {
+			return fmt.Sprintf("ping kubernetes.default did not resolve it to 10.43.0.1:\n%s%s", r.Stdout, r.Stderr)
+		}
+		return ""
+	})
 	r := c.s.Run(t, Cmd{Args: []string{"exec", "client-net-b", "--", "nslookup", "nothere.default.svc.cluster.local"}})
 	if r.Code == 0 || !strings.Contains(r.Stdout+r.Stderr, "NXDOMAIN") {
 		t.Errorf("nslookup of a name that does not exist: exit %d\n%s%s; want NXDOMAIN", r.Code, r.Stdout, r.Stderr)

@@ -50,10 +50,15 @@ func BenchmarkFullSync(b *testing.B) {
 }
 
 // BenchmarkPartialSync is the time from one endpoint change to its rules
-// being written, on a table of 10,000 services.
+// being written, on tables of 1,000, 5,000 and 10,000 services.
 func BenchmarkPartialSync(b *testing.B) {
 	requireNetns(b)
-	const n = 10000
+	for _, n := range []int{1000, 5000, 10000} {
+		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) { benchmarkPartialSync(b, n) })
+	}
+}
+
+func benchmarkPartialSync(b *testing.B, n int) {
 	in := syntheticInput(n, 2)
 	d, err := newIPTablesDriver()
 	if err != nil {
