@@ -66,6 +66,17 @@ func startNetCluster(t *testing.T, backend string, subnet int) *netCluster {
 		attachNetns(t, ns, link, bridge, c.ip[name], c.hostIP)
 		c.agent[name] = StartAgentIn(t, ns, server, c.s.Token(), name, c.ip[name], "--network-backend", backend, "--resolv-conf", resolvConf)
 	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, n := range c.nodes {
+			for _, args := range [][]string{{"iptables-save"}, {"ip", "route"}, {"conntrack", "-L"}} {
+				out, err := exec.Command("nsenter", append([]string{"--net=/run/netns/" + c.netns[n]}, args...)...).CombinedOutput()
+				t.Logf("node %s: %s: %v\n%s", n, strings.Join(args, " "), err, truncateHead(string(out), 20000))
+			}
+		}
+	})
 	for _, n := range c.nodes {
 		waitNodeReady(t, c.client, n)
 	}

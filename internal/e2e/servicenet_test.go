@@ -116,6 +116,43 @@ spec:
 		c.s.Kubectl(t, "exec", web["net-b"].Name, "--", "touch", "/www/ready")
 		web = c.webPods(t, 2)
 	})
+	t.Run("hairpinAndAffinity", func(t *testing.T) {
+		// A pod reaches itself through a Service that selects only it.
+		self := web["net-a"].Name
+		c.s.Kubectl(t, "label", "pod", self, "self=yes")
+		c.s.Kubectl(t, "expose", "pod", self, "--name=self", "--port=80", "--target-port=8080", "--selector=self=yes")
+		eventually(t, 30*time.Second, func() string {
+			r := c.s.Run(t, Cmd{Args: []string{"exec", self, "--", "timeout", "5", "wget", "-qO-", "http://self/cgi-bin/who"}})
+			if !strings.HasPrefix(r.Stdout, self+" ") {
+				return fmt.Sprintf("%s through its own Service: %q %q", self, r.Stdout, r.Stderr)
+			}
+			return ""
+		})
+		// sessionAffinity ClientIP: one client, one pod.
+		c.s.KubectlIn(t, `apiVersion: v1
+kind: Service
+metadata: {name: sticky}
+spec:
+  selector: {app: web}
+  sessionAffinity: ClientIP
+  sessionAffinityConfig: {clientIP: {timeoutSeconds: 60}}
+  ports: [{port: 80, targetPort: 8080}]
+`, "apply", "-f", "-")
+		eventually(t, 30*time.Second, func() string {
+			if out, ok := c.fetch(t, "net-b", "http://sticky/cgi-bin/who"); !ok {
+				return "sticky: " + out
+			}
+			return ""
+		})
+		seen := map[string]bool{}
+		for _, answer := range c.who(t, "net-b", "http://sticky", 10) {
+			pod, _, _ := strings.Cut(answer, " ")
+			seen[pod] = true
+		}
+		if len(seen) != 1 {
+			t.Errorf("10 requests to a ClientIP-affinity Service reached %v; want one pod", seen)
+		}
+	})
 	t.Run("dns", func(t *testing.T) { c.checkDNS(t) })
 	t.Run("agentRestartKeepsConnections", func(t *testing.T) {
 		// A pod on net-a opens a connection through the Service that
@@ -141,11 +178,11 @@ spec:
 		})
 	})
 	t.Run("deletedServicesLeaveNoRules", func(t *testing.T) {
-		c.s.Kubectl(t, "delete", "service", "web", "web-np", "web-lb", "web-local", "hl", "ext")
+		c.s.Kubectl(t, "delete", "service", "web", "web-np", "web-lb", "web-local", "hl", "ext", "self", "sticky")
 		for _, n := range c.nodes {
 			eventually(t, 30*time.Second, func() string {
 				rules := c.inNode(t, n, "iptables-save")
-				for _, gone := range []string{"default/web", "default/hl", "default/ext"} {
+				for _, gone := range []string{"default/web", "default/hl", "default/ext", "default/self", "default/sticky"} {
 					if strings.Contains(rules, gone) {
 						return fmt.Sprintf("node %s still has rules of %s:\n%s", n, gone, rules)
 					}
@@ -296,6 +333,7 @@ spec:
 		{"-type=srv _http._tcp.hl.default.svc.cluster.local", "named-0.hl.default.svc.cluster.local"},
 		{"ext.default.svc.cluster.local", "outside.example"},
 		{"outside.example", outsideIP},
+		{"10.43.0.1", "kubernetes.default.svc.cluster.local"},
 	}
 	if conf := c.s.Kubectl(t, "exec", "client-net-b", "--", "cat", "/etc/resolv.conf"); !strings.Contains(conf, "search default.svc.cluster.local svc.cluster.local cluster.local") ||
 		!strings.Contains(conf, "nameserver 10.43.0.10") || !strings.Contains(conf, "ndots:5") {
@@ -320,6 +358,10 @@ spec:
 		}
 		return ""
 	})
+	metrics := c.s.Kubectl(t, "exec", "client-net-b", "--", "wget", "-qO-", "http://kube-dns.kube-system.svc.cluster.local:9153/metrics")
+	if !strings.Contains(metrics, "orch_dns_requests_total") {
+		t.Errorf("the cluster DNS's metrics through kube-dns:9153 lack orch_dns_requests_total:\n%s", metrics)
+	}
 	r := c.s.Run(t, Cmd{Args: []string{"exec", "client-net-b", "--", "nslookup", "nothere.default.svc.cluster.local"}})
 	if r.Code == 0 || !strings.Contains(r.Stdout+r.Stderr, "NXDOMAIN") {
 		t.Errorf("nslookup of a name that does not exist: exit %d\n%s%s; want NXDOMAIN", r.Code, r.Stdout, r.Stderr)

@@ -2,12 +2,14 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/coreos/go-iptables/iptables"
 )
@@ -103,10 +105,16 @@ func (d *iptablesDriver) EnsureJumps() error {
 
 var failedLine = regexp.MustCompile(`line:? (\d+)`)
 
+// commandTimeout bounds one iptables-restore or iptables-save: a hung one
+// becomes an error (and a retry) instead of stopping every later sync.
+const commandTimeout = 2 * time.Minute
+
 // Restore runs iptables-restore --noflush with data on stdin. Each table
 // in data commits as one transaction.
 func (d *iptablesDriver) Restore(data []byte) error {
-	cmd := exec.Command(d.restore, "--noflush", "-w", "5")
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, d.restore, "--noflush", "-w", "5")
 	cmd.Stdin = bytes.NewReader(data)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -133,7 +141,9 @@ func linesAround(data []byte, n, k int) string {
 
 // Chains lists the chains of table, from iptables-save.
 func (d *iptablesDriver) Chains(table string) ([]string, error) {
-	out, err := exec.Command(d.save, "-t", table).Output()
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, d.save, "-t", table).Output()
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
