@@ -40,6 +40,14 @@ func TestClusterNetwork(t *testing.T) {
 		t.Errorf("node net-a has no VXLAN device orch.vxlan with VNI 1:\n%s", link)
 	}
 	c.checkPodToPod(t, web)
+	// The proxy's REJECT of Services without endpoints must see pod
+	// traffic before ORCH-FORWARD accepts it, whichever started first.
+	for _, n := range c.nodes {
+		forward := c.inNode(t, n, "iptables", "-S", "FORWARD")
+		if svc, orch := strings.Index(forward, "-j KUBE-SERVICES"), strings.Index(forward, "-j ORCH-FORWARD"); svc < 0 || orch < svc {
+			t.Errorf("node %s: FORWARD must jump to KUBE-SERVICES before ORCH-FORWARD:\n%s", n, forward)
+		}
+	}
 	c.s.Kubectl(t, "expose", "deployment", "web", "--port=80", "--target-port=8080", "--name=web")
 
 	t.Run("clusterIPSpreads", func(t *testing.T) {

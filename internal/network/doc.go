@@ -79,7 +79,9 @@
 // With vxlan and host-gw the Router also sets net.ipv4.ip_forward=1 and
 // net.bridge.bridge-nf-call-iptables=1 (loading br_netfilter with modprobe
 // when it is missing and modprobe exists) and keeps two iptables chains of
-// its own, jumped to from the top of the built-in ones:
+// its own, jumped to from the end of the built-in ones (after the Service
+// proxy's jumps, so that its REJECT of Services without endpoints comes
+// first):
 //
 //	nat ORCH-POSTROUTING (from POSTROUTING):
 //	  -s <cluster CIDR> -d <cluster CIDR> -j RETURN        pod to pod: never NAT

@@ -20,7 +20,6 @@ const (
 // iptablesRunner is the part of go-iptables the rules need (*iptables.IPTables; a fake in tests).
 type iptablesRunner interface {
 	Exists(table, chain string, rulespec ...string) (bool, error)
-	Insert(table, chain string, pos int, rulespec ...string) error
 	Append(table, chain string, rulespec ...string) error
 	DeleteIfExists(table, chain string, rulespec ...string) error
 	List(table, chain string) ([]string, error)
@@ -69,7 +68,10 @@ func masqChains(cluster string, randomFully bool) []ruleChain {
 }
 
 // ensureChains makes orch's chains hold exactly their rules, in order, and
-// the built-in chains jump to them from the top. It writes nothing when
+// the built-in chains jump to them at their end: after the Service
+// proxy's jumps, whose REJECT of a Service without endpoints must see pod
+// traffic before ORCH-FORWARD accepts it, and after Docker's rules, yet
+// before a policy of DROP. It writes nothing when
 // all is in place; a chain that differs is flushed and written again.
 func ensureChains(ipt iptablesRunner, chains []ruleChain) (changed bool, err error) {
 	for _, c := range chains {
@@ -94,8 +96,8 @@ func ensureChains(ipt iptablesRunner, chains []ruleChain) (changed bool, err err
 		}
 		if !ok {
 			changed = true
-			if err := ipt.Insert(c.Table, c.Parent, 1, c.Jump...); err != nil {
-				return changed, fmt.Errorf("network: iptables -t %s -I %s 1 -j %s: %w", c.Table, c.Parent, c.Name, err)
+			if err := ipt.Append(c.Table, c.Parent, c.Jump...); err != nil {
+				return changed, fmt.Errorf("network: iptables -t %s -A %s -j %s: %w", c.Table, c.Parent, c.Name, err)
 			}
 		}
 	}

@@ -40,17 +40,13 @@ func (f *fakeIPTables) Exists(table, chain string, spec ...string) (bool, error)
 	return slices.Contains(rules, strings.Join(spec, " ")), err
 }
 
-func (f *fakeIPTables) Insert(table, chain string, pos int, spec ...string) error {
+func (f *fakeIPTables) Append(table, chain string, spec ...string) error {
 	rules, err := f.chain(table, chain)
 	if err == nil {
 		f.writes++
-		f.chains[table+"/"+chain] = slices.Insert(rules, pos-1, strings.Join(spec, " "))
+		f.chains[table+"/"+chain] = append(rules, strings.Join(spec, " "))
 	}
 	return err
-}
-
-func (f *fakeIPTables) Append(table, chain string, spec ...string) error {
-	return f.Insert(table, chain, len(f.chains[table+"/"+chain])+1, spec...)
 }
 
 func (f *fakeIPTables) DeleteIfExists(table, chain string, spec ...string) error {
@@ -159,16 +155,17 @@ func TestEnsureChains(t *testing.T) {
 			}
 		})
 	}
-	// The jumps come first, above rules that were there before.
+	// The jumps come last, below rules that were there before (the
+	// Service proxy's REJECT must see pod traffic first).
 	f := newFakeIPTables()
 	if _, err := ensureChains(f, chains); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.chains["nat/POSTROUTING"]; len(got) != 2 || !strings.HasSuffix(got[0], "-j "+MasqChain) {
-		t.Errorf("POSTROUTING = %q; want the jump to %s first, then Docker's rule", got, MasqChain)
+	if got := f.chains["nat/POSTROUTING"]; len(got) != 2 || !strings.HasSuffix(got[1], "-j "+MasqChain) {
+		t.Errorf("POSTROUTING = %q; want Docker's rule, then the jump to %s", got, MasqChain)
 	}
-	if got := f.chains["filter/FORWARD"]; len(got) != 2 || !strings.HasSuffix(got[0], "-j "+ForwardChain) {
-		t.Errorf("FORWARD = %q; want the jump to %s first", got, ForwardChain)
+	if got := f.chains["filter/FORWARD"]; len(got) != 2 || !strings.HasSuffix(got[1], "-j "+ForwardChain) {
+		t.Errorf("FORWARD = %q; want the rule that was there, then the jump to %s", got, ForwardChain)
 	}
 }
 
