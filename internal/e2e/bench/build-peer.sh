@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# build-peer.sh builds the side-by-side peer of `make bench`: upstream
-# kube-apiserver v1.37.2 and etcd v3.6.16, from the Go module proxy, in scratch
-# modules under $PEER_DIR (default /tmp/orch-bench-peer). Nothing here goes into
-# orch's go.mod. It prints the environment `make bench` needs:
+# build-peer.sh builds the side-by-side peers of `make bench`: upstream
+# kube-apiserver v1.37.2 and etcd v3.6.16, and kube-proxy v1.37.2 for
+# kube-proxy-peer.sh, from the Go module proxy, in scratch modules under
+# $PEER_DIR (default /tmp/orch-bench-peer), binaries in $PEER_DIR/bin. Nothing
+# here goes into orch's go.mod. It prints the environment `make bench` needs
+# (KUBE_PROXY_BIN is read by kube-proxy-peer.sh only):
 #
 #   eval "$(internal/e2e/bench/build-peer.sh)" && make bench
 #
 # k8s.io/kubernetes is not meant to be a dependency: its go.mod replaces every
 # k8s.io/* staging module with ./staging/src/..., which the proxy's zip does not
 # carry, so the scratch module replaces each of them with its published v0.37.2.
-# On two cores the first build takes about six minutes.
+# On two cores the first build takes about six minutes; kube-proxy, sharing most
+# packages with kube-apiserver, took about 20 s more here.
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-v1.37.2}
@@ -17,7 +20,7 @@ STAGING_VERSION=${STAGING_VERSION:-v0.37.2}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
 PEER_DIR=${PEER_DIR:-/tmp/orch-bench-peer}
 GO=${GO:-go}
-mkdir -p "$PEER_DIR/kube-apiserver" "$PEER_DIR/etcd" "$PEER_DIR/bin"
+mkdir -p "$PEER_DIR/kube-apiserver" "$PEER_DIR/kube-proxy" "$PEER_DIR/etcd" "$PEER_DIR/bin"
 
 # kube-apiserver: cmd/kube-apiserver's main, in a module of our own.
 cd "$PEER_DIR/kube-apiserver"
@@ -49,6 +52,30 @@ v="-X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-
 v="$v -X k8s.io/component-base/version.gitMinor=$(echo "$K8S_VERSION" | cut -d. -f2)"
 $GO build -trimpath -ldflags "-s -w $v" -o "$PEER_DIR/bin/kube-apiserver" . >&2
 
+# kube-proxy: cmd/kube-proxy's main, in a module of our own with the same
+# requirements and replacements as kube-apiserver's (copied, then tidied).
+cd "$PEER_DIR/kube-proxy"
+cat > main.go <<'EOF'
+// Command kube-proxy is upstream's, built as the peer of orch's service proxy.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/kubernetes/cmd/kube-proxy/app"
+)
+
+func main() { os.Exit(cli.Run(app.NewProxyCommand())) }
+EOF
+sed 's#^module peer/kube-apiserver$#module peer/kube-proxy#' "$PEER_DIR/kube-apiserver/go.mod" > go.mod
+cp "$PEER_DIR/kube-apiserver/go.sum" go.sum
+GOFLAGS=-mod=mod $GO mod tidy >&2
+$GO build -trimpath -ldflags "-s -w $v" -o "$PEER_DIR/bin/kube-proxy" . >&2
+
 # etcd: the server module's etcdmain (the etcd main module is not on the proxy
 # for v3.6.16).
 cd "$PEER_DIR/etcd"
@@ -69,5 +96,6 @@ GOFLAGS=-mod=mod $GO mod tidy >&2
 $GO build -trimpath -ldflags "-s -w" -o "$PEER_DIR/bin/etcd" . >&2
 
 "$PEER_DIR/bin/kube-apiserver" --version >&2
+"$PEER_DIR/bin/kube-proxy" --version >&2
 "$PEER_DIR/bin/etcd" --version | head -1 >&2
-echo "export KUBE_APISERVER_BIN=$PEER_DIR/bin/kube-apiserver ETCD_BIN=$PEER_DIR/bin/etcd"
+echo "export KUBE_APISERVER_BIN=$PEER_DIR/bin/kube-apiserver ETCD_BIN=$PEER_DIR/bin/etcd KUBE_PROXY_BIN=$PEER_DIR/bin/kube-proxy"
