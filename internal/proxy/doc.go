@@ -17,6 +17,10 @@
 // accepts marked and established traffic. Chain names are upstream's hashes
 // of "namespace/name:port" and the protocol.
 //
+// A LoadBalancer Service with externalTrafficPolicy Local gets its
+// healthCheckNodePort served (health.go): 200 while this node has a ready
+// endpoint of it, 503 otherwise, as kube-proxy.
+//
 // The package has three layers:
 //
 //   - Build (pure) computes the desired chains from an Input; render turns

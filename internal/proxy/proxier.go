@@ -51,6 +51,7 @@ type Proxier struct {
 	client kubernetes.Interface
 	log    *slog.Logger
 	s      *syncer
+	health *healthServer
 
 	kick      chan struct{}
 	ready     chan struct{}
@@ -92,9 +93,10 @@ func newProxier(cfg Config, client kubernetes.Interface, log *slog.Logger, w rul
 	log = log.With("component", "proxy")
 	return &Proxier{
 		cfg: cfg, client: client, log: log,
-		s:     &syncer{w: w, ct: ct, fullSyncPeriod: cfg.FullSyncPeriod},
-		kick:  make(chan struct{}, 1),
-		ready: make(chan struct{}),
+		s:      &syncer{w: w, ct: ct, fullSyncPeriod: cfg.FullSyncPeriod},
+		health: newHealthServer(log),
+		kick:   make(chan struct{}, 1),
+		ready:  make(chan struct{}),
 	}, nil
 }
 
@@ -159,6 +161,7 @@ func (p *Proxier) run(ctx context.Context, list func() Input) {
 	retry := time.NewTimer(0) // the first sync
 	defer retry.Stop()
 	backoff := p.cfg.MinSyncPeriod
+	defer p.health.close()
 	var last time.Time
 	for {
 		select {
@@ -182,7 +185,8 @@ func (p *Proxier) run(ctx context.Context, list func() Input) {
 		}
 		start := time.Now()
 		last = start
-		res, err := p.s.sync(start, list())
+		in := list()
+		res, err := p.s.sync(start, in)
 		if err != nil {
 			p.log.Error("sync failed; retrying", "err", err, "retryIn", backoff)
 			retry.Reset(backoff)
@@ -190,6 +194,7 @@ func (p *Proxier) run(ctx context.Context, list func() Input) {
 			continue
 		}
 		backoff = p.cfg.MinSyncPeriod
+		p.health.sync(in)
 		p.log.Info("synced service rules", "full", res.Full, "servicePorts", res.ServicePorts,
 			"endpoints", res.Endpoints, "rules", res.Rules, "chainsWritten", res.ChainsWritten,
 			"chainsDeleted", res.ChainsDeleted, "conntrackDeleted", res.ConntrackDeleted,
