@@ -142,6 +142,12 @@ func (s *Server) allocateService(ctx context.Context, rs *resourceStore, svc, ol
 		reserved = append(reserved, clusterIPPrefix+ip)
 		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = ip, []string{ip}
 	}
+	if err := s.allocateHealthCheckNodePort(ctx, svc, old, owner); err != nil {
+		return fail(err)
+	}
+	if svc.Spec.HealthCheckNodePort != 0 && (old == nil || old.Spec.HealthCheckNodePort != svc.Spec.HealthCheckNodePort) {
+		reserved = append(reserved, nodePortPrefix+strconv.Itoa(int(svc.Spec.HealthCheckNodePort)))
+	}
 	if !needsNodePorts(svc) {
 		return nil
 	}
@@ -166,6 +172,38 @@ func (s *Server) allocateService(ctx context.Context, rs *resourceStore, svc, ol
 	return nil
 }
 
+// allocateHealthCheckNodePort gives a LoadBalancer Service with
+// externalTrafficPolicy Local its spec.healthCheckNodePort from the node
+// port range, as upstream (the one asked for, or a free one), and gives
+// back the one an update no longer needs.
+func (s *Server) allocateHealthCheckNodePort(ctx context.Context, svc, old *corev1.Service, owner string) error {
+	had := int32(0)
+	if old != nil {
+		had = old.Spec.HealthCheckNodePort
+	}
+	if !needsHealthCheckNodePort(svc) {
+		if had != 0 && svc.Spec.HealthCheckNodePort == 0 {
+			s.alloc.release(ctx, nodePortPrefix+strconv.Itoa(int(had)))
+		}
+		return nil
+	}
+	if had != 0 && (svc.Spec.HealthCheckNodePort == 0 || svc.Spec.HealthCheckNodePort == had) {
+		svc.Spec.HealthCheckNodePort = had
+		return nil
+	}
+	port, err := s.alloc.nodePort(ctx, svc.Spec.HealthCheckNodePort, owner, field.NewPath("spec", "healthCheckNodePort"))
+	if err != nil {
+		return err
+	}
+	svc.Spec.HealthCheckNodePort = port
+	return nil
+}
+
+// needsHealthCheckNodePort: a LoadBalancer with externalTrafficPolicy Local.
+func needsHealthCheckNodePort(svc *corev1.Service) bool {
+	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
+}
+
 // releaseOnFailure gives back what admitCreate reserved for an object that
 // was then not stored.
 func (s *Server) releaseOnFailure(ctx context.Context, rs *resourceStore, obj runtime.Object, dryRun bool) {
@@ -187,6 +225,9 @@ func (s *Server) releaseResources(ctx context.Context, rs *resourceStore, obj ru
 		if p.NodePort != 0 {
 			s.alloc.release(ctx, nodePortPrefix+strconv.Itoa(int(p.NodePort)))
 		}
+	}
+	if svc.Spec.HealthCheckNodePort != 0 {
+		s.alloc.release(ctx, nodePortPrefix+strconv.Itoa(int(svc.Spec.HealthCheckNodePort)))
 	}
 }
 

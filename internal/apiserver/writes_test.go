@@ -220,6 +220,33 @@ func TestServiceAllocation(t *testing.T) {
 	if err != nil || headless.Spec.ClusterIP != corev1.ClusterIPNone {
 		t.Fatalf("headless service: %v, %v", headless, err)
 	}
+
+	// A LoadBalancer with externalTrafficPolicy Local gets a health check
+	// node port, distinct from its node ports, kept across updates and
+	// given back when the policy changes.
+	local := svc("lb", corev1.ServiceTypeLoadBalancer, "")
+	local.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	lb, err := services.Create(ctx, local, metav1.CreateOptions{})
+	if err != nil || lb.Spec.HealthCheckNodePort < 30000 || lb.Spec.HealthCheckNodePort == lb.Spec.Ports[0].NodePort {
+		t.Fatalf("Local LoadBalancer: healthCheckNodePort %d (node port %d), %v", lb.Spec.HealthCheckNodePort, lb.Spec.Ports[0].NodePort, err)
+	}
+	hc := lb.Spec.HealthCheckNodePort
+	lb.Labels = map[string]string{"touched": "yes"}
+	if lb, err = services.Update(ctx, lb, metav1.UpdateOptions{}); err != nil || lb.Spec.HealthCheckNodePort != hc {
+		t.Fatalf("after an update: healthCheckNodePort %d, want %d (%v)", lb.Spec.HealthCheckNodePort, hc, err)
+	}
+	taken := svc("taken", corev1.ServiceTypeNodePort, "")
+	taken.Spec.Ports[0].NodePort = hc
+	if _, err := services.Create(ctx, taken, metav1.CreateOptions{}); !apierrors.IsInvalid(err) {
+		t.Fatalf("a node port equal to a health check node port: %v, want 422", err)
+	}
+	lb.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+	if lb, err = services.Update(ctx, lb, metav1.UpdateOptions{}); err != nil || lb.Spec.HealthCheckNodePort != 0 {
+		t.Fatalf("Cluster policy: healthCheckNodePort %d, %v; want 0", lb.Spec.HealthCheckNodePort, err)
+	}
+	if _, err := services.Create(ctx, taken, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("the health check node port was not given back: %v", err)
+	}
 }
 
 func TestPodsGetDefaultTolerations(t *testing.T) {

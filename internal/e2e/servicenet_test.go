@@ -104,6 +104,18 @@ spec:
 				t.Errorf("NodePort with externalTrafficPolicy Local on %s answered %q, want %q (the node's own pod, the client's own address)", n, answer, want)
 			}
 		}
+		// A Local LoadBalancer's health check port: each node has a pod.
+		c.s.Kubectl(t, "expose", "deployment", "web", "--port=8082", "--target-port=8080", "--name=web-lblocal", "--type=LoadBalancer",
+			"--overrides", `{"spec":{"externalTrafficPolicy":"Local"}}`)
+		svc, err := c.client.CoreV1().Services("default").Get(context.Background(), "web-lblocal", metav1.GetOptions{})
+		if err != nil || svc.Spec.HealthCheckNodePort == 0 {
+			t.Fatalf("web-lblocal: healthCheckNodePort %v, %v", svc.Spec.HealthCheckNodePort, err)
+		}
+		for _, n := range c.nodes {
+			if answer := c.httpGet(t, fmt.Sprintf("http://%s:%d/", c.ip[n], svc.Spec.HealthCheckNodePort)); !strings.Contains(answer, `"localEndpoints":1`) {
+				t.Errorf("health check node port on %s answered %q; want localEndpoints 1", n, answer)
+			}
+		}
 	})
 	t.Run("readiness", func(t *testing.T) {
 		c.s.Kubectl(t, "exec", web["net-b"].Name, "--", "rm", "/www/ready")
@@ -186,7 +198,7 @@ spec:
 		})
 	})
 	t.Run("deletedServicesLeaveNoRules", func(t *testing.T) {
-		c.s.Kubectl(t, "delete", "service", "web", "web-np", "web-lb", "web-local", "hl", "ext", "self", "sticky")
+		c.s.Kubectl(t, "delete", "service", "web", "web-np", "web-lb", "web-local", "web-lblocal", "hl", "ext", "self", "sticky")
 		for _, n := range c.nodes {
 			eventually(t, 30*time.Second, func() string {
 				rules := c.inNode(t, n, "iptables-save")
