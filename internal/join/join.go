@@ -179,19 +179,27 @@ func Join(ctx context.Context, cfg Config) (*Credentials, error) {
 }
 
 // retry runs op until it succeeds, fails with an error that retrying does
-// not fix, or ctx ends (then the last error is returned). Failures are
-// logged at the first one and then at most once a minute.
+// not fix, or ctx ends (then the last error that ctx did not cut short is
+// returned). Failures are logged at the first one and then at most once a
+// minute.
 func retry(ctx context.Context, c checked, what string, op func(context.Context) error) error {
 	delay := c.initialBackoff
 	var lastLog time.Time
+	var previous error
 	for attempt := 1; ; attempt++ {
 		err := op(ctx)
 		if err == nil || !retriable(err) {
 			return err
 		}
 		if ctx.Err() != nil {
+			// An attempt that ctx cut short ("context deadline exceeded")
+			// says less about the server than the one before it.
+			if previous != nil {
+				err = previous
+			}
 			return fmt.Errorf("orch agent: gave up after %d attempts: %w", attempt, err)
 		}
+		previous = err
 		if now := c.Clock.Now(); attempt == 1 || now.Sub(lastLog) >= time.Minute {
 			c.Log.Warn("cannot reach the server yet; retrying with backoff", "what", what, "server", c.Server,
 				"attempt", attempt, "next-try-in", delay.String(), "err", err)
