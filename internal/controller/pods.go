@@ -16,6 +16,16 @@ func PodReady(pod *corev1.Pod) bool {
 	return false
 }
 
+// NodeReady is true when the node's Ready condition is True.
+func NodeReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 // TargetPort resolves a service port's targetPort for pod: a number as it
 // is (the service port when unset), a name through the pod's container ports
 // of the same protocol. ok is false for a name the pod does not have (or

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"orch/internal/controller"
 	"orch/internal/kubelet/images"
 )
 
@@ -88,17 +89,8 @@ func startNetCluster(t *testing.T, backend string, subnet int) *netCluster {
 // route via gateway; both go when t ends.
 func attachNetns(t *testing.T, netns, hostLink, bridge, ip, gateway string) {
 	t.Helper()
-	t.Cleanup(func() {
-		exec.Command("ip", "netns", "del", netns).Run()
-		exec.Command("ip", "link", "del", hostLink).Run()
-	})
-	mustRun(t, "ip", "netns", "add", netns)
-	mustRun(t, "ip", "link", "add", hostLink, "type", "veth", "peer", "name", "eth0", "netns", netns)
+	makeNodeNetns(t, netns, hostLink, ip, gateway)
 	mustRun(t, "ip", "link", "set", hostLink, "master", bridge, "up")
-	mustRun(t, "ip", "-n", netns, "addr", "add", ip+"/24", "dev", "eth0")
-	mustRun(t, "ip", "-n", netns, "link", "set", "eth0", "up")
-	mustRun(t, "ip", "-n", netns, "link", "set", "lo", "up")
-	mustRun(t, "ip", "-n", netns, "route", "add", "default", "via", gateway)
 }
 
 func mustRun(t testing.TB, args ...string) string {
@@ -215,7 +207,7 @@ func (c *netCluster) webPods(t *testing.T, n int) map[string]*corev1.Pod {
 		}
 		byNode = map[string]*corev1.Pod{}
 		for i, p := range list.Items {
-			if p.DeletionTimestamp == nil && podIsReady(&p) {
+			if p.DeletionTimestamp == nil && controller.PodReady(&p) {
 				byNode[p.Spec.NodeName] = &list.Items[i]
 			}
 		}
@@ -225,15 +217,6 @@ func (c *netCluster) webPods(t *testing.T, n int) map[string]*corev1.Pod {
 		return ""
 	})
 	return byNode
-}
-
-func podIsReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // fetch runs wget in node's client pod; it returns the output and

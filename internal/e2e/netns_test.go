@@ -64,22 +64,24 @@ func TestSecondAgentInItsOwnNetwork(t *testing.T) {
 // a default route to the host); it is removed when t ends.
 func setUpNetns(t *testing.T, netns, hostLink, hostIP, nodeIP string) {
 	t.Helper()
-	run := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
+	makeNodeNetns(t, netns, hostLink, nodeIP, hostIP)
+	mustRun(t, "ip", "addr", "add", hostIP+"/24", "dev", hostLink)
+	mustRun(t, "ip", "link", "set", hostLink, "up")
+}
+
+// makeNodeNetns makes network namespace netns with eth0 at ip/24, the
+// peer of hostLink on the host, and a default route via gateway; both go
+// when t ends. The caller connects hostLink on the host side.
+func makeNodeNetns(t *testing.T, netns, hostLink, ip, gateway string) {
+	t.Helper()
 	t.Cleanup(func() {
 		exec.Command("ip", "netns", "del", netns).Run()
 		exec.Command("ip", "link", "del", hostLink).Run()
 	})
-	run("ip", "netns", "add", netns)
-	run("ip", "link", "add", hostLink, "type", "veth", "peer", "name", "eth0", "netns", netns)
-	run("ip", "addr", "add", hostIP+"/24", "dev", hostLink)
-	run("ip", "link", "set", hostLink, "up")
-	run("ip", "-n", netns, "addr", "add", nodeIP+"/24", "dev", "eth0")
-	run("ip", "-n", netns, "link", "set", "eth0", "up")
-	run("ip", "-n", netns, "link", "set", "lo", "up")
-	run("ip", "-n", netns, "route", "add", "default", "via", hostIP)
+	mustRun(t, "ip", "netns", "add", netns)
+	mustRun(t, "ip", "link", "add", hostLink, "type", "veth", "peer", "name", "eth0", "netns", netns)
+	mustRun(t, "ip", "-n", netns, "addr", "add", ip+"/24", "dev", "eth0")
+	mustRun(t, "ip", "-n", netns, "link", "set", "eth0", "up")
+	mustRun(t, "ip", "-n", netns, "link", "set", "lo", "up")
+	mustRun(t, "ip", "-n", netns, "route", "add", "default", "via", gateway)
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"orch/internal/controller"
 	"orch/internal/network"
 )
 
@@ -20,8 +21,12 @@ import (
 func TestPodsAcrossNodesHostGW(t *testing.T) {
 	c := startNetCluster(t, network.BackendHostGW, 82)
 	web := c.startWeb(t)
+	far, err := c.client.CoreV1().Nodes().Get(context.Background(), "net-b", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	routes := c.inNode(t, "net-a", "ip", "route")
-	if !strings.Contains(routes, web["net-b"].Status.PodIP[:strings.LastIndex(web["net-b"].Status.PodIP, ".")]+".0/24 via "+c.ip["net-b"]) {
+	if !strings.Contains(routes, far.Spec.PodCIDR+" via "+c.ip["net-b"]) {
 		t.Errorf("node net-a's routes have no host-gw route to net-b's pods via %s:\n%s", c.ip["net-b"], routes)
 	}
 	c.checkPodToPod(t, web)
@@ -120,7 +125,7 @@ spec:
 	t.Run("readiness", func(t *testing.T) {
 		c.s.Kubectl(t, "exec", web["net-b"].Name, "--", "rm", "/www/ready")
 		waitPod(t, c.client, web["net-b"].Name, time.Minute, func(p *corev1.Pod) string {
-			if podIsReady(p) {
+			if controller.PodReady(p) {
 				return "still ready"
 			}
 			return ""
@@ -333,7 +338,7 @@ spec:
 `, "apply", "-f", "-")
 	c.s.KubectlIn(t, busyboxPod("named", "Always", "sleep 3600", "", "  hostname: named-0\n  subdomain: hl\n  terminationGracePeriodSeconds: 1\n"), "apply", "-f", "-")
 	named := waitPod(t, c.client, "named", 2*time.Minute, func(p *corev1.Pod) string {
-		if !podIsReady(p) {
+		if !controller.PodReady(p) {
 			return "named not ready"
 		}
 		return ""

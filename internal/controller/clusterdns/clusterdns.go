@@ -84,7 +84,7 @@ func New(ctx controller.Context) *Controller {
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*corev1.Node)
 			n, ok2 := cur.(*corev1.Node)
-			if !ok1 || !ok2 || o.Spec.PodCIDR != n.Spec.PodCIDR || nodeReady(o) != nodeReady(n) {
+			if !ok1 || !ok2 || o.Spec.PodCIDR != n.Spec.PodCIDR || controller.NodeReady(o) != controller.NodeReady(n) {
 				c.queue.Add(key)
 			}
 		},
@@ -138,7 +138,7 @@ func Slice(nodes []*corev1.Node) *discoveryv1.EndpointSlice {
 		if err != nil || !gw.Is4() {
 			continue
 		}
-		ready := nodeReady(n)
+		ready := controller.NodeReady(n)
 		endpoints = append(endpoints, discoveryv1.Endpoint{
 			Addresses:  []string{gw.String()},
 			Conditions: discoveryv1.EndpointConditions{Ready: &ready, Serving: &ready, Terminating: new(bool)},
@@ -159,13 +159,4 @@ func Slice(nodes []*corev1.Node) *discoveryv1.EndpointSlice {
 		Endpoints:   endpoints,
 		Ports:       ports,
 	}
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

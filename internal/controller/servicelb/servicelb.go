@@ -75,7 +75,7 @@ func New(ctx controller.Context) *Controller {
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*corev1.Node)
 			n, ok2 := cur.(*corev1.Node)
-			if !ok1 || !ok2 || !slices.Equal(nodeAddresses([]*corev1.Node{o}), nodeAddresses([]*corev1.Node{n})) {
+			if !ok1 || !ok2 || eligible(o) != eligible(n) || !slices.Equal(nodeAddresses([]*corev1.Node{o}), nodeAddresses([]*corev1.Node{n})) {
 				c.enqueueAll()
 			}
 		},
@@ -214,16 +214,10 @@ func ours(ingress []corev1.LoadBalancerIngress) bool {
 	return len(ingress) > 0
 }
 
+// eligible: a node balancers may send traffic to.
 func eligible(n *corev1.Node) bool {
-	if _, excluded := n.Labels[ExcludeLabel]; excluded || n.DeletionTimestamp != nil {
-		return false
-	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	_, excluded := n.Labels[ExcludeLabel]
+	return !excluded && n.DeletionTimestamp == nil && controller.NodeReady(n)
 }
 
 // nodeAddresses are the nodes' balancer addresses, sorted: each node's
@@ -231,9 +225,6 @@ func eligible(n *corev1.Node) bool {
 func nodeAddresses(nodes []*corev1.Node) []string {
 	var out []string
 	for _, n := range nodes {
-		if !eligible(n) {
-			continue
-		}
 		external := addressesOf(n, corev1.NodeExternalIP)
 		if len(external) == 0 {
 			external = addressesOf(n, corev1.NodeInternalIP)
