@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,21 +23,41 @@ import (
 // body naming the Service and counting its local endpoints. A load
 // balancer uses it to send traffic only to nodes that can keep the
 // client's address.
+//
+// As upstream's, the answer is also 503 while the proxy is unhealthy: a
+// change has waited longer than timeout for a successful sync.
 type healthServer struct {
-	log   *slog.Logger
-	mu    sync.Mutex
-	ports map[int32]*healthPort
+	log     *slog.Logger
+	timeout time.Duration
+	now     func() time.Time
+	// pendingSince is when the oldest change not yet synced came (Unix
+	// nanoseconds; 0 when every change is in the rules).
+	pendingSince atomic.Int64
+	mu           sync.Mutex
+	ports        map[int32]*healthPort
 }
 
 // healthPort is one Service's health check listener.
 type healthPort struct {
 	namespace, name string
 	local           atomic.Int64
+	proxyHealthy    func() bool
 	srv             *http.Server
 }
 
-func newHealthServer(log *slog.Logger) *healthServer {
-	return &healthServer{log: log, ports: map[int32]*healthPort{}}
+func newHealthServer(log *slog.Logger, timeout time.Duration) *healthServer {
+	return &healthServer{log: log, timeout: timeout, now: time.Now, ports: map[int32]*healthPort{}}
+}
+
+// queued records that a change waits for a sync.
+func (h *healthServer) queued() {
+	h.pendingSince.CompareAndSwap(0, h.now().UnixNano())
+}
+
+// healthy: no change has waited longer than the timeout.
+func (h *healthServer) healthy() bool {
+	since := h.pendingSince.Load()
+	return since == 0 || h.now().Sub(time.Unix(0, since)) <= h.timeout
 }
 
 // healthCheck is what one port should answer.
@@ -75,10 +96,11 @@ func localReady(in Input, s *v1.Service) int {
 	return len(seen)
 }
 
-// sync opens the ports in needs, closes the others and updates the
-// counts. A port that cannot be opened is logged and tried again at the
-// next sync.
+// sync records a successful sync of in: it opens the ports in needs,
+// closes the others and updates the counts. A port that cannot be opened
+// is logged and tried again at the next sync.
 func (h *healthServer) sync(in Input) {
+	h.pendingSince.Store(0)
 	want := healthChecks(in)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -108,7 +130,7 @@ func (h *healthServer) open(port int32, w healthCheck) (*healthPort, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &healthPort{namespace: w.namespace, name: w.name}
+	p := &healthPort{namespace: w.namespace, name: w.name, proxyHealthy: h.healthy}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := p.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -120,16 +142,17 @@ func (h *healthServer) open(port int32, w healthCheck) (*healthPort, error) {
 
 // ServeHTTP answers as upstream's service health server.
 func (p *healthPort) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	local := p.local.Load()
+	local, healthy := p.local.Load(), p.proxyHealthy()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if local == 0 {
+	w.Header().Set("X-Load-Balancing-Endpoint-Weight", strconv.FormatInt(local, 10))
+	if local == 0 || !healthy {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}
 	json.NewEncoder(w).Encode(map[string]any{
 		"service":             map[string]string{"namespace": p.namespace, "name": p.name},
 		"localEndpoints":      local,
-		"serviceProxyHealthy": true,
+		"serviceProxyHealthy": healthy,
 	})
 }
 

@@ -94,7 +94,7 @@ func newProxier(cfg Config, client kubernetes.Interface, log *slog.Logger, w rul
 	return &Proxier{
 		cfg: cfg, client: client, log: log,
 		s:      &syncer{w: w, ct: ct, fullSyncPeriod: cfg.FullSyncPeriod},
-		health: newHealthServer(log),
+		health: newHealthServer(log, 2*cfg.SyncPeriod),
 		kick:   make(chan struct{}, 1),
 		ready:  make(chan struct{}),
 	}, nil
@@ -104,6 +104,7 @@ func newProxier(cfg Config, client kubernetes.Interface, log *slog.Logger, w rul
 func (p *Proxier) Ready() <-chan struct{} { return p.ready }
 
 func (p *Proxier) changed() {
+	p.health.queued()
 	select {
 	case p.kick <- struct{}{}:
 	default:
