@@ -179,7 +179,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	nodeCfg := node.Config{Name: c.NodeName, NodeIPs: c.ips, Labels: c.Labels, Taints: c.Taints, DataDir: c.DataDir, KubeletPort: c.KubeletPort,
 		EvictionHard: c.EvictionHard}
 
-	components := []run.Named{{Name: "node certificates", Runnable: renewer}}
+	components := []run.Named{{Name: "node certificates", Runnable: renewer},
+		{Name: "servers", Runnable: run.Func(func(ctx context.Context) error { return creds.Servers().FollowServers(ctx, client) })}}
 	endpoint := c.ContainerRuntimeEndpoint
 	ready := func(ctx context.Context) error { return nil } // the runtime is up
 	keep := func() []string { return nil }                  // images GC spares

@@ -35,6 +35,10 @@ func serverFlags() []cli.Flag {
 		&cli.StringFlag{Name: "service-cidr", Value: "10.43.0.0/16", Usage: "service cluster IP range"},
 		&cli.StringFlag{Name: "cluster-dns", Value: "10.43.0.10", Usage: "cluster DNS service IP"},
 		&cli.StringFlag{Name: "cluster-domain", Value: "cluster.local", Usage: "cluster DNS domain"},
+		&cli.BoolFlag{Name: "cluster-init", Usage: "start a cluster other servers can join (etcd listens on the advertise address with TLS)"},
+		&cli.StringFlag{Name: "server", Aliases: []string{"s"}, Usage: "URL of a server of the cluster this server joins, e.g. https://10.0.0.1:6443 (with --token)"},
+		&cli.StringFlag{Name: "token", Aliases: []string{"t"}, EnvVars: []string{"ORCH_TOKEN"}, Usage: "the cluster's join token, to join it with --server (the first server's data-dir/server/token)"},
+		&cli.StringFlag{Name: "token-file", EnvVars: []string{"ORCH_TOKEN_FILE"}, Usage: "file holding the join token (used when --token is not given)"},
 		&cli.BoolFlag{Name: "disable-agent", Usage: "run the control plane only (no agent, so no pods, on this node)"},
 		&cli.IntFlag{Name: "etcd-client-port", Value: 2379, Usage: "loopback port of the embedded etcd's clients"},
 		&cli.IntFlag{Name: "etcd-peer-port", Value: 2380, Usage: "loopback port of the embedded etcd's peers"},
@@ -68,6 +72,10 @@ func runServer(c *cli.Context) error {
 		Agent:               ownAgent,
 		EtcdClientPort:      c.Int("etcd-client-port"),
 		EtcdPeerPort:        c.Int("etcd-peer-port"),
+		ClusterInit:         c.Bool("cluster-init"),
+		JoinServer:          c.String("server"),
+		Token:               c.String("token"),
+		TokenFile:           c.String("token-file"),
 	}
 	return server.Run(c.Context, cfg, newLogger(c.Bool("debug")))
 }

@@ -30,6 +30,11 @@ type Server struct {
 	kubeletPort int    // --kubelet-port of its agent
 	bindAddress string
 	extraArgs   []string
+	// host is where the test reaches the apiserver (127.0.0.1 unless the
+	// server runs in a network namespace of its own: see wrap).
+	host string
+	// wrap runs the process inside a network namespace (inNetns).
+	wrap []string
 	starts      int  // how many times it was started (one log file each)
 	ready       bool // it was ready once
 	cmd         *exec.Cmd
@@ -66,11 +71,20 @@ func startServer(t testing.TB, withAgent bool, bindAddress string, extra ...stri
 	t.Helper()
 	dir := t.TempDir()
 	s := &Server{t: t, Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig.yaml"), WithAgent: withAgent,
-		bindAddress: bindAddress, extraArgs: extra}
+		bindAddress: bindAddress, extraArgs: extra, host: "127.0.0.1"}
 	s.pickPorts()
 	if withAgent {
 		writeBusyboxImage(t, dir)
 	}
+	s.stopWhenDone(withAgent)
+	s.Start()
+	return s
+}
+
+// stopWhenDone stops the server when the test ends, logs its output if
+// the test failed, and cleans up after its agent.
+func (s *Server) stopWhenDone(withAgent bool) {
+	t, dir := s.t, s.Dir
 	t.Cleanup(func() {
 		s.Stop()
 		if t.Failed() {
@@ -81,8 +95,6 @@ func startServer(t testing.TB, withAgent bool, bindAddress string, extra ...stri
 			cleanUpNetwork(t, nil)
 		}
 	})
-	s.Start()
-	return s
 }
 
 func (s *Server) pickPorts() {
@@ -92,7 +104,7 @@ func (s *Server) pickPorts() {
 }
 
 // URL is the apiserver's address.
-func (s *Server) URL() string { return fmt.Sprintf("https://127.0.0.1:%d", s.Port) }
+func (s *Server) URL() string { return fmt.Sprintf("https://%s:%d", s.host, s.Port) }
 
 // Start starts the process (again) on the same data directory and ports and
 // waits for /readyz and the default namespaces and kubernetes Service.
@@ -126,7 +138,7 @@ func (s *Server) launch() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	args := []string{"server", "--data-dir", s.Dir, "--write-kubeconfig", s.Kubeconfig,
+	args := []string{"server", "--data-dir", s.Dir, "--write-kubeconfig", s.writtenKubeconfig(),
 		"--bind-address", s.bindAddress, "--https-listen-port", strconv.Itoa(s.Port),
 		"--etcd-client-port", strconv.Itoa(s.etcdPorts[0]), "--etcd-peer-port", strconv.Itoa(s.etcdPorts[1])}
 	args = append(args, s.extraArgs...)
@@ -137,6 +149,9 @@ func (s *Server) launch() {
 		args = append(args, "--disable-agent")
 	}
 	cmd := exec.Command(orchBin, args...)
+	if len(s.wrap) > 0 {
+		cmd = exec.Command(s.wrap[0], append(append(s.wrap[1:], orchBin), args...)...)
+	}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Env = append(os.Environ(), "KUBECONFIG=/dev/null")
 	if err := cmd.Start(); err != nil {
@@ -183,6 +198,41 @@ func (s *Server) Stop() {
 		s.t.Errorf("orch server did not exit within 15s of SIGTERM; its goroutines in orch code:\n%s",
 			orchGoroutines(s.logPath(s.starts)))
 	}
+}
+
+// Kill ends the process with SIGKILL, as a crash or a power cut would.
+func (s *Server) Kill() {
+	s.t.Helper()
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Kill()
+	<-s.done
+	s.cmd = nil
+}
+
+// writtenKubeconfig is where the server writes its admin kubeconfig: the
+// test's own one, unless the server is in a network namespace, where the
+// kubeconfig's 127.0.0.1 is not the test's (see copyKubeconfig).
+func (s *Server) writtenKubeconfig() string {
+	if s.host == "127.0.0.1" {
+		return s.Kubeconfig
+	}
+	return s.Kubeconfig + ".written"
+}
+
+// copyKubeconfig makes the test's kubeconfig from the written one, with
+// the server's address in it, when they differ.
+func (s *Server) copyKubeconfig() error {
+	if s.host == "127.0.0.1" {
+		return nil
+	}
+	data, err := os.ReadFile(s.writtenKubeconfig())
+	if err != nil {
+		return fmt.Errorf("no kubeconfig yet: %w", err)
+	}
+	data = []byte(strings.ReplaceAll(string(data), "https://127.0.0.1:", "https://"+s.host+":"))
+	return os.WriteFile(s.Kubeconfig, data, 0o600)
 }
 
 // Restart stops the server and starts it again on the same data directory.
@@ -269,6 +319,9 @@ func (s *Server) waitReady() string {
 
 // readyProblem says what is not ready yet, or "" when all is.
 func (s *Server) readyProblem() string {
+	if err := s.copyKubeconfig(); err != nil {
+		return err.Error()
+	}
 	if _, err := os.Stat(s.Kubeconfig); err != nil {
 		return "no kubeconfig yet"
 	}

@@ -3,8 +3,8 @@ package join
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +33,8 @@ type Credentials struct {
 	// dialer makes the connections of RESTConfig; renewal closes them so
 	// that new ones present the new client certificate.
 	dialer *connrotation.Dialer
+	// servers picks the server each new connection goes to.
+	servers *Servers
 
 	mu      sync.RWMutex
 	client  *tls.Certificate
@@ -49,10 +51,10 @@ func newCredentials(c checked, caPEM []byte, issued *issuedCerts) (*Credentials,
 	if err != nil {
 		return nil, err
 	}
-	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	servers := newServers(strings.TrimPrefix(c.Server, "https://"), serversFile(c.paths), c.Log)
 	return &Credentials{
 		Server: c.Server, NodeName: c.NodeName, CAPEM: caPEM, KubeconfigPath: c.paths.kubeconfig,
-		caPool: pool, paths: c.paths, dialer: connrotation.NewDialer(d.DialContext),
+		caPool: pool, paths: c.paths, dialer: connrotation.NewDialer(servers.DialContext), servers: servers,
 		client: &client, serving: &serving, issued: issued,
 	}, nil
 }
@@ -109,15 +111,22 @@ func (c *Credentials) ServingTLSConfig() *tls.Config {
 	}
 }
 
-// RESTConfig is a client-go configuration for the server as this node
-// (system:node:NAME). It keeps working across renewals: each handshake
+// Servers is the load balancer RESTConfig's connections go through.
+func (c *Credentials) Servers() *Servers { return c.servers }
+
+// RESTConfig is a client-go configuration for the servers as this node
+// (system:node:NAME). Its connections go to whichever server answers (see
+// Servers), so it verifies the name every server's certificate has,
+// "kubernetes", against the cluster CA. It keeps working across renewals: each handshake
 // presents the current client certificate, and a renewal closes the open
 // connections so the server sees the new one (as upstream's kubelet does).
 func (c *Credentials) RESTConfig() *rest.Config {
+	tlsConfig := c.ClientTLSConfig()
+	tlsConfig.ServerName = "kubernetes"
 	transport := utilnet.SetTransportDefaults(&http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
 		TLSHandshakeTimeout: 10 * time.Second,
-		TLSClientConfig:     c.ClientTLSConfig(),
+		TLSClientConfig:     tlsConfig,
 		MaxIdleConnsPerHost: 25,
 		DialContext:         c.dialer.DialContext,
 	})

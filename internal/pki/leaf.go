@@ -19,9 +19,19 @@ type leafSpec struct {
 	cn                string
 	orgs              []string
 	usage             x509.ExtKeyUsage
+	// bothWays adds client auth to a server certificate (etcd's members
+	// dial each other with the certificate they serve with).
+	bothWays bool
 	dnsNames          []string
 	ips               []net.IP
 	validity          time.Duration // 0 means LeafValidity
+}
+
+func (spec leafSpec) usages() []x509.ExtKeyUsage {
+	if spec.bothWays {
+		return []x509.ExtKeyUsage{spec.usage, x509.ExtKeyUsageClientAuth}
+	}
+	return []x509.ExtKeyUsage{spec.usage}
 }
 
 // ensureLeaf loads the leaf in spec's files if it still fits spec, or issues
@@ -76,8 +86,10 @@ func (b *Bundle) leafFits(spec leafSpec, certPEM, keyPEM []byte) (*x509.Certific
 	if cert.Subject.CommonName != spec.cn || !sameSet(cert.Subject.Organization, spec.orgs) {
 		return nil, false
 	}
-	if !slices.Contains(cert.ExtKeyUsage, spec.usage) {
-		return nil, false
+	for _, usage := range spec.usages() {
+		if !slices.Contains(cert.ExtKeyUsage, usage) {
+			return nil, false
+		}
 	}
 	return cert, coversSANs(cert, spec.dnsNames, spec.ips)
 }
@@ -123,7 +135,7 @@ func (b *Bundle) sign(spec leafSpec, pub crypto.PublicKey) (*x509.Certificate, [
 		NotBefore:             now.Add(-clockSkew),
 		NotAfter:              notAfter,
 		KeyUsage:              x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           []x509.ExtKeyUsage{spec.usage},
+		ExtKeyUsage:           spec.usages(),
 		BasicConstraintsValid: true,
 		DNSNames:              spec.dnsNames,
 		IPAddresses:           spec.ips,

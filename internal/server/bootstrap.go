@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +28,7 @@ var systemPriorityClasses = map[string]int32{"system-cluster-critical": 20000000
 
 // bootstrap keeps the objects every cluster has: the default namespaces and
 // the default/kubernetes Service with Endpoints and an EndpointSlice pointing
-// at this server. It reconciles every 10 seconds, through the API.
+// at every running server (see apiserverleases.go). It reconciles every 10 seconds, through the API.
 type bootstrap struct {
 	cfg  parsed
 	rest *rest.Config
@@ -76,10 +75,14 @@ func (b *bootstrap) reconcile(ctx context.Context, client kubernetes.Interface) 
 	if err := b.ensureDNSService(ctx, client); err != nil {
 		return err
 	}
-	if err := b.ensureEndpoints(ctx, client); err != nil {
+	ips, err := apiserverIPs(ctx, client, b.cfg.advertise, time.Now())
+	if err != nil {
+		return fmt.Errorf("apiserver leases: %w", err)
+	}
+	if err := b.ensureEndpoints(ctx, client, ips); err != nil {
 		return err
 	}
-	return b.ensureEndpointSlice(ctx, client)
+	return b.ensureEndpointSlice(ctx, client, ips)
 }
 
 func (b *bootstrap) ensureService(ctx context.Context, client kubernetes.Interface) error {
@@ -133,9 +136,13 @@ func (b *bootstrap) ensureDNSService(ctx context.Context, client kubernetes.Inte
 	return nil
 }
 
-func (b *bootstrap) ensureEndpoints(ctx context.Context, client kubernetes.Interface) error {
+func (b *bootstrap) ensureEndpoints(ctx context.Context, client kubernetes.Interface, ips []string) error {
+	var addresses []corev1.EndpointAddress
+	for _, ip := range ips {
+		addresses = append(addresses, corev1.EndpointAddress{IP: ip})
+	}
 	want := []corev1.EndpointSubset{{
-		Addresses: []corev1.EndpointAddress{{IP: b.cfg.advertise.String()}},
+		Addresses: addresses,
 		Ports:     []corev1.EndpointPort{{Name: "https", Port: int32(b.cfg.HTTPSPort), Protocol: corev1.ProtocolTCP}},
 	}}
 	endpoints := client.CoreV1().Endpoints(metav1.NamespaceDefault)
@@ -157,7 +164,7 @@ func (b *bootstrap) ensureEndpoints(ctx context.Context, client kubernetes.Inter
 	return err
 }
 
-func (b *bootstrap) ensureEndpointSlice(ctx context.Context, client kubernetes.Interface) error {
+func (b *bootstrap) ensureEndpointSlice(ctx context.Context, client kubernetes.Interface, ips []string) error {
 	ready := true
 	port := int32(b.cfg.HTTPSPort)
 	name, proto := "https", corev1.ProtocolTCP
@@ -169,8 +176,11 @@ func (b *bootstrap) ensureEndpointSlice(ctx context.Context, client kubernetes.I
 		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: metav1.NamespaceDefault,
 			Labels: map[string]string{discoveryv1.LabelServiceName: "kubernetes", discoveryv1.LabelManagedBy: "orch-bootstrap"}},
 		AddressType: addressType,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{b.cfg.advertise.String()}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		Endpoints:   make([]discoveryv1.Endpoint, 0, len(ips)),
 		Ports:       []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &proto}},
+	}
+	for _, ip := range ips {
+		want.Endpoints = append(want.Endpoints, discoveryv1.Endpoint{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}})
 	}
 	slices := client.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault)
 	current, err := slices.Get(ctx, "kubernetes", metav1.GetOptions{})
@@ -181,8 +191,8 @@ func (b *bootstrap) ensureEndpointSlice(ctx context.Context, client kubernetes.I
 	if err != nil {
 		return err
 	}
-	if len(current.Endpoints) == 1 && len(current.Endpoints[0].Addresses) == 1 &&
-		net.ParseIP(current.Endpoints[0].Addresses[0]).Equal(b.cfg.advertise) && len(current.Ports) == 1 && *current.Ports[0].Port == port {
+	if apiequality.Semantic.DeepEqual(current.Endpoints, want.Endpoints) && apiequality.Semantic.DeepEqual(current.Ports, want.Ports) &&
+		current.AddressType == want.AddressType {
 		return nil
 	}
 	current.Endpoints, current.Ports, current.AddressType = want.Endpoints, want.Ports, want.AddressType

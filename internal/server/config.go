@@ -38,6 +38,11 @@ type Config struct {
 	// EtcdClientPort and EtcdPeerPort listen on loopback (2379 and 2380).
 	EtcdClientPort int
 	EtcdPeerPort   int
+	// ClusterInit starts a cluster other servers can join (--cluster-init).
+	ClusterInit bool
+	// JoinServer is the URL of a server whose cluster this one joins
+	// (--server), with its join Token or TokenFile.
+	JoinServer, Token, TokenFile string
 	// UnsafeNoFsync skips etcd fsyncs; for tests only.
 	UnsafeNoFsync bool
 }

@@ -42,6 +42,8 @@ type joinHandler struct {
 	cluster join.Cluster
 	// client writes the node password secrets (the loopback clientset).
 	client   kubernetes.Interface
+	// cluster is nil on a server other servers cannot join (no --cluster-init).
+	servers  *clusterServers
 	validity time.Duration
 	log      *slog.Logger
 }
@@ -66,6 +68,10 @@ func (h *joinHandler) wrap(next http.Handler) http.Handler {
 			h.serveCACerts(w, r)
 		case join.CertificatesPath:
 			h.serveCertificates(w, r)
+		case join.ServerBootstrapPath:
+			h.serveServerBootstrap(w, r)
+		case join.EtcdMembersPath:
+			h.serveEtcdMembers(w, r)
 		default:
 			next.ServeHTTP(w, r)
 		}
@@ -135,8 +141,7 @@ func (h *joinHandler) serveCertificates(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	log.Info("issued node certificates", "hostname", req.Hostname, "ips", strings.Join(req.NodeIPs, ","))
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(join.CertificatesResponse{
+	writeJSON(w, join.CertificatesResponse{
 		CA: string(h.bundle.CACertPEM), ClientCertificate: string(clientPEM), ServingCertificate: string(servingPEM),
 		Cluster: h.cluster,
 	})
@@ -144,12 +149,14 @@ func (h *joinHandler) serveCertificates(w http.ResponseWriter, r *http.Request) 
 
 // authorized checks HTTP basic auth against TokenUser and the token secret,
 // in constant time (both sides are hashed first so lengths do not leak).
-func (h *joinHandler) authorized(r *http.Request) bool {
+func (h *joinHandler) authorized(r *http.Request) bool { return h.authorizedAs(r, join.TokenUser) }
+
+func (h *joinHandler) authorizedAs(r *http.Request, wantUser string) bool {
 	user, password, ok := r.BasicAuth()
 	if !ok {
 		return false
 	}
-	userOK := constantTimeEqual(user, join.TokenUser)
+	userOK := constantTimeEqual(user, wantUser)
 	secretOK := constantTimeEqual(password, h.secret)
 	return userOK && secretOK
 }

@@ -21,6 +21,7 @@ import (
 	"orch/internal/memory"
 	"orch/internal/pki"
 	"orch/internal/run"
+	"orch/internal/sdnotify"
 	"orch/internal/storage"
 	"orch/internal/version"
 )
@@ -32,6 +33,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	var serverJoin *join.ServerJoin
+	if p.JoinServer != "" && !p.hasEtcdData() {
+		if serverJoin, err = p.fetchSharedFiles(ctx, log); err != nil {
+			return err
+		}
+	}
 	bundle, err := pki.Ensure(pki.Config{Dir: p.tlsDir(), NodeIPs: p.nodeIPs, ExtraSANs: append(p.TLSSANs, p.advertise.String()),
 		ServiceCIDR: p.serviceCIDR, ClusterDomain: p.ClusterDomain})
 	if err != nil {
@@ -41,11 +48,18 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	etcd, err := storage.StartEtcd(storage.EtcdConfig{
-		Dir: p.etcdDir(), Name: "orch", UnsafeNoFsync: p.UnsafeNoFsync,
-		ClientURL: fmt.Sprintf("http://127.0.0.1:%d", p.EtcdClientPort),
-		PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", p.EtcdPeerPort),
-	})
+	etcdCfg, err := p.etcdConfig()
+	if err != nil {
+		return err
+	}
+	if serverJoin != nil {
+		if etcdCfg.InitialCluster, err = serverJoin.AddEtcdMember(ctx, etcdCfg.Name, etcdCfg.PeerURL); err != nil {
+			return err
+		}
+		etcdCfg.JoinExisting = true
+		log.Info("starting etcd as a new member of the cluster", "member", etcdCfg.Name, "cluster", etcdCfg.InitialCluster)
+	}
+	etcd, err := storage.StartEtcd(etcdCfg)
 	if err != nil {
 		return err
 	}
@@ -84,6 +98,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if p.ha() {
+		joins.servers = &clusterServers{etcd: etcd.Client, tlsDir: p.tlsDir(), settings: p.settings()}
+	}
 	handler := filters.Recover(log, joins.wrap(filters.Authenticate(api, api)))
 	httpServer := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	go func() {
@@ -91,6 +108,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		if ready == nil {
 			log.Info("orch server is ready", "took", time.Since(start).Round(time.Millisecond).String(),
 				"kubeconfig", p.WriteKubeconfig, "try", "orch kubectl get namespaces", "join-token-file", p.tokenPath())
+			if _, err := sdnotify.Ready(); err != nil {
+				log.Warn("cannot tell systemd that orch is ready", "err", err)
+			}
 			if _, err := memory.ShedExecutablePages(); err != nil {
 				log.Debug("cannot give back start-up pages of the executable", "err", err)
 			}
@@ -116,6 +136,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		})},
 		{Name: "bootstrap", Runnable: &bootstrap{cfg: p, rest: loopback, log: log.With("component", "bootstrap")}},
 		{Name: "controller-manager", Runnable: &controllerManager{rest: loopback, log: log.With("component", "controller-manager"), build: controllers(p)}},
+	}
+	if p.ha() {
+		components = append(components, run.Named{Name: "etcd-members", Runnable: &etcdMembers{
+			etcd: etcd.Client, self: uint64(etcd.Server().MemberID()), peerURL: etcdCfg.PeerURL, rest: loopback, log: log.With("component", "etcd-members")}})
 	}
 	if !p.DisableAgent {
 		components = append(components, run.Named{Name: "agent", Runnable: run.Func(func(ctx context.Context) error {

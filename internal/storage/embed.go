@@ -7,7 +7,9 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap"
 )
@@ -23,6 +25,16 @@ type EtcdConfig struct {
 	Name string
 	// UnsafeNoFsync skips fsync; for tests only.
 	UnsafeNoFsync bool
+	// ExtraClientURLs are more client listen addresses (HA: the node's IP).
+	ExtraClientURLs []string
+	// ClientTLS and PeerTLS secure https URLs; both verify the other
+	// side's certificate against their TrustedCAFile.
+	ClientTLS, PeerTLS transport.TLSInfo
+	// InitialCluster is name=peerURL,…; empty means this member alone.
+	InitialCluster string
+	// JoinExisting starts a member that was added to a running cluster
+	// (only read when Dir holds no data yet).
+	JoinExisting bool
 }
 
 // EmbeddedEtcd is a running etcd member inside this process.
@@ -55,11 +67,25 @@ func StartEtcd(cfg EtcdConfig) (*EmbeddedEtcd, error) {
 		return nil, fmt.Errorf("etcd peer URL %q: %w", cfg.PeerURL, err)
 	}
 	ec.ListenClientUrls = []url.URL{*clientURL}
-	ec.AdvertiseClientUrls = []url.URL{*clientURL}
+	for _, extra := range cfg.ExtraClientURLs {
+		u, err := url.Parse(extra)
+		if err != nil {
+			return nil, fmt.Errorf("etcd client URL %q: %w", extra, err)
+		}
+		ec.ListenClientUrls = append(ec.ListenClientUrls, *u)
+	}
+	ec.AdvertiseClientUrls = ec.ListenClientUrls[len(ec.ListenClientUrls)-1:]
+	ec.ClientTLSInfo, ec.PeerTLSInfo = cfg.ClientTLS, cfg.PeerTLS
 	ec.ListenPeerUrls = []url.URL{*peerURL}
 	ec.AdvertisePeerUrls = []url.URL{*peerURL}
 	ec.ListenMetricsUrls = nil
 	ec.InitialCluster = fmt.Sprintf("%s=%s", cfg.Name, cfg.PeerURL)
+	if cfg.InitialCluster != "" {
+		ec.InitialCluster = cfg.InitialCluster
+	}
+	if cfg.JoinExisting {
+		ec.ClusterState = embed.ClusterStateFlagExisting
+	}
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
 
 	e, err := embed.StartEtcd(ec)
@@ -71,9 +97,9 @@ func StartEtcd(cfg EtcdConfig) (*EmbeddedEtcd, error) {
 	case err := <-e.Err():
 		e.Close()
 		return nil, fmt.Errorf("embedded etcd failed: %w", err)
-	case <-time.After(60 * time.Second):
+	case <-time.After(readyTimeout(cfg)):
 		e.Close()
-		return nil, fmt.Errorf("embedded etcd in %q did not become ready in 60s", cfg.Dir)
+		return nil, fmt.Errorf("embedded etcd in %q did not become ready in %s (with other servers: is a quorum of them running and reachable on their peer port?)", cfg.Dir, readyTimeout(cfg))
 	}
 	return &EmbeddedEtcd{etcd: e, Client: v3client.New(e.Server)}, nil
 }
@@ -86,3 +112,16 @@ func (e *EmbeddedEtcd) Close() {
 	e.Client.Close()
 	e.etcd.Close()
 }
+
+// readyTimeout is how long a start waits for the member to serve: a member
+// of several waits for a quorum of the others, which may take a while
+// after a power cut.
+func readyTimeout(cfg EtcdConfig) time.Duration {
+	if cfg.InitialCluster != "" {
+		return 10 * time.Minute
+	}
+	return 60 * time.Second
+}
+
+// Server is the running member, for cluster operations (members, status).
+func (e *EmbeddedEtcd) Server() *etcdserver.EtcdServer { return e.etcd.Server }

@@ -1,0 +1,277 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"orch/internal/kubelet/images"
+)
+
+// haCluster is three servers (--cluster-init and two that join it) and
+// one agent, each in a network namespace of its own on one bridge.
+type haCluster struct {
+	servers []*Server
+	ips     []string
+	agent   *Agent
+	token   string
+}
+
+func startHACluster(t *testing.T, subnet int) *haCluster {
+	t.Helper()
+	requireRuntime(t)
+	hostIP := fmt.Sprintf("10.199.%d.1", subnet)
+	bridge := fmt.Sprintf("ohbr%d", os.Getpid()%100000)
+	mustRun(t, "ip", "link", "add", bridge, "type", "bridge")
+	t.Cleanup(func() { exec.Command("ip", "link", "del", bridge).Run() })
+	mustRun(t, "ip", "addr", "add", hostIP+"/24", "dev", bridge)
+	mustRun(t, "ip", "link", "set", bridge, "up")
+
+	c := &haCluster{}
+	for i := range 3 {
+		ip := fmt.Sprintf("10.199.%d.%d", subnet, 21+i)
+		ns := fmt.Sprintf("orch-ha-%d-%d", os.Getpid(), i)
+		attachNetns(t, ns, fmt.Sprintf("oh%d%d", i, os.Getpid()%100000), bridge, ip, hostIP)
+		extra := []string{"--node-ip", ip, "--node-name", fmt.Sprintf("ha-%d", i)}
+		if i == 0 {
+			extra = append(extra, "--cluster-init")
+		} else {
+			extra = append(extra, "--server", c.servers[0].URL(), "--token", c.token)
+		}
+		s := newServerIn(t, ns, ip, extra...)
+		if i > 0 {
+			s.Port = c.servers[0].Port // servers of a cluster share the apiserver's port
+		}
+		s.Start()
+		if i == 0 {
+			c.token = s.Token()
+		}
+		c.servers, c.ips = append(c.servers, s), append(c.ips, ip)
+	}
+	agentIP := fmt.Sprintf("10.199.%d.31", subnet)
+	agentNS := fmt.Sprintf("orch-ha-%d-agent", os.Getpid())
+	attachNetns(t, agentNS, fmt.Sprintf("oha%d", os.Getpid()%100000), bridge, agentIP, hostIP)
+	c.agent = StartAgentIn(t, agentNS, c.servers[0].URL(), c.token, "ha-agent", agentIP)
+	return c
+}
+
+// newServerIn is a server (without an agent) in network namespace netns
+// at ip; it is stopped when t ends. Start it with Start.
+func newServerIn(t *testing.T, netns, ip string, extra ...string) *Server {
+	dir := t.TempDir()
+	s := &Server{t: t, Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig.yaml"), bindAddress: "0.0.0.0",
+		extraArgs: extra, host: ip, wrap: inNetns(netns)}
+	s.pickPorts()
+	s.stopWhenDone(false)
+	return s
+}
+
+// etcdClient talks to the servers' etcd members with the first server's
+// etcd client certificate.
+func (c *haCluster) etcdClient(t *testing.T) *clientv3.Client {
+	t.Helper()
+	dir := filepath.Join(c.servers[0].Dir, "server", "tls", "etcd")
+	tlsConfig, err := transport.TLSInfo{CertFile: filepath.Join(dir, "client.crt"), KeyFile: filepath.Join(dir, "client.key"),
+		TrustedCAFile: filepath.Join(dir, "ca.crt")}.ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var endpoints []string
+	for i, s := range c.servers {
+		endpoints = append(endpoints, fmt.Sprintf("https://%s:%d", c.ips[i], s.etcdPorts[0]))
+	}
+	client, err := clientv3.New(clientv3.Config{Endpoints: endpoints, TLS: tlsConfig, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	return client
+}
+
+// members says how many voting members and learners etcd has.
+func members(client *clientv3.Client) (voters, learners int, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	list, err := client.MemberList(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, m := range list.Members {
+		if m.IsLearner {
+			learners++
+		} else {
+			voters++
+		}
+	}
+	return voters, learners, nil
+}
+
+// quickClient is a client of s whose requests give up after 2 seconds.
+func quickClient(t *testing.T, s *Server) kubernetes.Interface {
+	t.Helper()
+	rc, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Timeout = 2 * time.Second
+	rc.QPS, rc.Burst = -1, 0
+	return kubernetes.NewForConfigOrDie(rc)
+}
+
+// firstWrite creates ConfigMaps through clients in turn until one is
+// acknowledged; it returns when, after since.
+func firstWrite(t *testing.T, clients []kubernetes.Interface, since time.Time, name string) time.Duration {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	var last error
+	for attempt := 0; time.Now().Before(deadline); attempt++ {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", name, attempt)}}
+		_, err := clients[attempt%len(clients)].CoreV1().ConfigMaps("default").Create(context.Background(), cm, metav1.CreateOptions{})
+		if err == nil {
+			return time.Since(since)
+		}
+		last = err
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no write acknowledged within 2 minutes of the kill: %v", last)
+	return 0
+}
+
+func TestHAServers(t *testing.T) {
+	c := startHACluster(t, 83)
+	etcd := c.etcdClient(t)
+	eventually(t, 2*time.Minute, func() string {
+		voters, learners, err := members(etcd)
+		if err != nil || voters != 3 || learners != 0 {
+			return fmt.Sprintf("etcd members: %d voters, %d learners, %v; want 3 voters", voters, learners, err)
+		}
+		return ""
+	})
+	admin := c.servers[1].client(t)
+	waitNodeReady(t, admin, "ha-agent")
+	eventually(t, time.Minute, func() string {
+		ep, err := admin.CoreV1().Endpoints("default").Get(context.Background(), "kubernetes", metav1.GetOptions{})
+		if err != nil || len(ep.Subsets) != 1 || len(ep.Subsets[0].Addresses) != 3 {
+			return fmt.Sprintf("default/kubernetes endpoints: %v %v; want the 3 servers", ep, err)
+		}
+		data, _ := os.ReadFile(filepath.Join(c.agent.DataDir, "agent", "servers"))
+		if strings.Count(string(data), "\n") != 3 {
+			return fmt.Sprintf("the agent knows servers %q; want 3", data)
+		}
+		return ""
+	})
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "steady"}, Spec: corev1.PodSpec{NodeName: "ha-agent",
+		Containers: []corev1.Container{{Name: "c", Image: images.BusyboxRef, Command: []string{"sleep", "3600"}}}}}
+	if _, err := admin.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	running := waitPodRunningOn(t, admin, "steady")
+
+	for victim := range c.servers {
+		t.Run(fmt.Sprintf("kill-%d", victim), func(t *testing.T) {
+			var survivors []kubernetes.Interface
+			for i, s := range c.servers {
+				if i != victim {
+					survivors = append(survivors, quickClient(t, s))
+				}
+			}
+			killed := time.Now()
+			c.servers[victim].Kill()
+			t.Cleanup(func() {
+				if c.servers[victim].cmd == nil { // the subtest failed before the restart
+					c.servers[victim].Start()
+				}
+			})
+			t.Logf("API writable again %v after kill -9 of server %d", firstWrite(t, survivors, killed, fmt.Sprintf("after-kill-%d", victim)).Round(time.Millisecond), victim)
+			client := c.servers[(victim+1)%3].client(t)
+			eventually(t, time.Minute, func() string {
+				lease, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(context.Background(), "ha-agent", metav1.GetOptions{})
+				if err != nil || lease.Spec.RenewTime == nil || !lease.Spec.RenewTime.After(killed.Add(time.Second)) {
+					return fmt.Sprintf("the agent's node lease was not renewed since the kill: %v %v", lease, err)
+				}
+				return ""
+			})
+			samePod(t, client, running)
+			c.servers[victim].Start()
+			firstWrite(t, []kubernetes.Interface{quickClient(t, c.servers[victim])}, time.Now(), fmt.Sprintf("via-restarted-%d", victim))
+			eventually(t, time.Minute, func() string {
+				voters, learners, err := members(etcd)
+				if err != nil || voters != 3 || learners != 0 {
+					return fmt.Sprintf("etcd members: %d voters, %d learners, %v; want 3 voters", voters, learners, err)
+				}
+				return ""
+			})
+		})
+	}
+
+	t.Run("deletedNodeRemovesMember", func(t *testing.T) {
+		c.servers[2].Kill()
+		client := c.servers[0].client(t)
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ha-2"}}
+		if _, err := client.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // let every server's informer see it before it goes
+		if err := client.CoreV1().Nodes().Delete(context.Background(), "ha-2", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, func() string {
+			voters, learners, err := members(etcd)
+			if err != nil || voters != 2 || learners != 0 {
+				return fmt.Sprintf("etcd members: %d voters, %d learners, %v; want 2 once ha-2's Node is gone", voters, learners, err)
+			}
+			return ""
+		})
+		firstWrite(t, []kubernetes.Interface{quickClient(t, c.servers[0]), quickClient(t, c.servers[1])}, time.Now(), "after-removal")
+	})
+
+	t.Run("settingsMismatchRefused", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, orchBin, "server", "--data-dir", t.TempDir(), "--disable-agent", "--https-listen-port", fmt.Sprint(c.servers[0].Port),
+			"--server", c.servers[0].URL(), "--token", c.token, "--cluster-cidr", "10.50.0.0/16", "--write-kubeconfig", filepath.Join(t.TempDir(), "k")).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "--cluster-cidr 10.50.0.0/16 differs from the cluster's 10.42.0.0/16") {
+			t.Fatalf("a server with another --cluster-cidr joined or failed otherwise: %v\n%s", err, out)
+		}
+	})
+}
+
+// waitPodRunningOn waits for pod name to run and returns it.
+func waitPodRunningOn(t *testing.T, client kubernetes.Interface, name string) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	eventually(t, 2*time.Minute, func() string {
+		p, err := client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil || p.Status.Phase != corev1.PodRunning || len(p.Status.ContainerStatuses) != 1 {
+			return fmt.Sprintf("pod %s not running: %v", name, err)
+		}
+		pod = p
+		return ""
+	})
+	return pod
+}
+
+// samePod checks the pod still runs its first container, never restarted.
+func samePod(t *testing.T, client kubernetes.Interface, was *corev1.Pod) {
+	t.Helper()
+	p, err := client.CoreV1().Pods("default").Get(context.Background(), was.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, before := p.Status.ContainerStatuses[0], was.Status.ContainerStatuses[0]
+	if p.UID != was.UID || p.Status.Phase != corev1.PodRunning || now.ContainerID != before.ContainerID || now.RestartCount != 0 {
+		t.Fatalf("pod %s changed: uid %s→%s phase %s container %s→%s restarts %d", was.Name, was.UID, p.UID, p.Status.Phase, before.ContainerID, now.ContainerID, now.RestartCount)
+	}
+}
