@@ -34,12 +34,12 @@ type Server struct {
 	// server runs in a network namespace of its own: see wrap).
 	host string
 	// wrap runs the process inside a network namespace (inNetns).
-	wrap []string
-	starts      int  // how many times it was started (one log file each)
-	ready       bool // it was ready once
-	cmd         *exec.Cmd
-	done        chan struct{} // closed when the process has exited
-	exitErr     error
+	wrap    []string
+	starts  int  // how many times it was started (one log file each)
+	ready   bool // it was ready once
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when the process has exited
+	exitErr error
 }
 
 // StartServer starts a server (with --disable-agent) in a fresh temporary

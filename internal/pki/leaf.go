@@ -22,9 +22,9 @@ type leafSpec struct {
 	// bothWays adds client auth to a server certificate (etcd's members
 	// dial each other with the certificate they serve with).
 	bothWays bool
-	dnsNames          []string
-	ips               []net.IP
-	validity          time.Duration // 0 means LeafValidity
+	dnsNames []string
+	ips      []net.IP
+	validity time.Duration // 0 means LeafValidity
 }
 
 func (spec leafSpec) usages() []x509.ExtKeyUsage {

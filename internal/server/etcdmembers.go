@@ -5,12 +5,12 @@ import (
 	"log/slog"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // etcdMembers looks after the etcd cluster of a server of several: it

@@ -41,7 +41,7 @@ type joinHandler struct {
 	// cluster goes to agents with their certificates.
 	cluster join.Cluster
 	// client writes the node password secrets (the loopback clientset).
-	client   kubernetes.Interface
+	client kubernetes.Interface
 	// cluster is nil on a server other servers cannot join (no --cluster-init).
 	servers  *clusterServers
 	validity time.Duration
