@@ -20,10 +20,10 @@ const killCycles = 200
 
 // ackLog is every write the server acknowledged (2xx), in order.
 type ackLog struct {
-	mu       sync.Mutex
-	created  []string // ConfigMaps created
-	counter  int      // the last acknowledged value of the counter ConfigMap
-	maxRV    int64    // the highest resourceVersion acknowledged
+	mu      sync.Mutex
+	created []string // ConfigMaps created
+	counter int      // the last acknowledged value of the counter ConfigMap
+	maxRV   int64    // the highest resourceVersion acknowledged
 }
 
 func (l *ackLog) acked(name string, counter int, rv string) {
