@@ -87,7 +87,7 @@ func startNetCluster(t *testing.T, backend string, subnet int) *netCluster {
 // attachNetns makes network namespace netns with eth0 at ip/24 on the
 // host's bridge (a veth pair, hostLink on the bridge), with a default
 // route via gateway; both go when t ends.
-func attachNetns(t *testing.T, netns, hostLink, bridge, ip, gateway string) {
+func attachNetns(t testing.TB, netns, hostLink, bridge, ip, gateway string) {
 	t.Helper()
 	makeNodeNetns(t, netns, hostLink, ip, gateway)
 	mustRun(t, "ip", "link", "set", hostLink, "master", bridge, "up")

@@ -29,9 +29,9 @@ type haCluster struct {
 	token   string
 }
 
-func startHACluster(t *testing.T, subnet int) *haCluster {
+// startHACluster starts the servers and, withAgent, the agent (ha-agent).
+func startHACluster(t testing.TB, subnet int, withAgent bool) *haCluster {
 	t.Helper()
-	requireRuntime(t)
 	hostIP := fmt.Sprintf("10.199.%d.1", subnet)
 	bridge := fmt.Sprintf("ohbr%d", os.Getpid()%100000)
 	mustRun(t, "ip", "link", "add", bridge, "type", "bridge")
@@ -60,6 +60,9 @@ func startHACluster(t *testing.T, subnet int) *haCluster {
 		}
 		c.servers, c.ips = append(c.servers, s), append(c.ips, ip)
 	}
+	if !withAgent {
+		return c
+	}
 	agentIP := fmt.Sprintf("10.199.%d.31", subnet)
 	agentNS := fmt.Sprintf("orch-ha-%d-agent", os.Getpid())
 	attachNetns(t, agentNS, fmt.Sprintf("oha%d", os.Getpid()%100000), bridge, agentIP, hostIP)
@@ -69,7 +72,7 @@ func startHACluster(t *testing.T, subnet int) *haCluster {
 
 // newServerIn is a server (without an agent) in network namespace netns
 // at ip; it is stopped when t ends. Start it with Start.
-func newServerIn(t *testing.T, netns, ip string, extra ...string) *Server {
+func newServerIn(t testing.TB, netns, ip string, extra ...string) *Server {
 	dir := t.TempDir()
 	s := &Server{t: t, Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig.yaml"), bindAddress: "0.0.0.0",
 		extraArgs: extra, host: ip, wrap: inNetns(netns)}
@@ -80,7 +83,7 @@ func newServerIn(t *testing.T, netns, ip string, extra ...string) *Server {
 
 // etcdClient talks to the servers' etcd members with the first server's
 // etcd client certificate.
-func (c *haCluster) etcdClient(t *testing.T) *clientv3.Client {
+func (c *haCluster) etcdClient(t testing.TB) *clientv3.Client {
 	t.Helper()
 	dir := filepath.Join(c.servers[0].Dir, "server", "tls", "etcd")
 	tlsConfig, err := transport.TLSInfo{CertFile: filepath.Join(dir, "client.crt"), KeyFile: filepath.Join(dir, "client.key"),
@@ -118,21 +121,21 @@ func members(client *clientv3.Client) (voters, learners int, err error) {
 	return voters, learners, nil
 }
 
-// quickClient is a client of s whose requests give up after 2 seconds.
-func quickClient(t *testing.T, s *Server) kubernetes.Interface {
+// quickClient is a client of s whose requests give up after timeout.
+func quickClient(t testing.TB, s *Server, timeout time.Duration) kubernetes.Interface {
 	t.Helper()
 	rc, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc.Timeout = 2 * time.Second
+	rc.Timeout = timeout
 	rc.QPS, rc.Burst = -1, 0
 	return kubernetes.NewForConfigOrDie(rc)
 }
 
 // firstWrite creates ConfigMaps through clients in turn until one is
 // acknowledged; it returns when, after since.
-func firstWrite(t *testing.T, clients []kubernetes.Interface, since time.Time, name string) time.Duration {
+func firstWrite(t testing.TB, clients []kubernetes.Interface, since time.Time, name string) time.Duration {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	var last error
@@ -150,15 +153,9 @@ func firstWrite(t *testing.T, clients []kubernetes.Interface, since time.Time, n
 }
 
 func TestHAServers(t *testing.T) {
-	c := startHACluster(t, 83)
+	c := startHACluster(t, 83, true)
 	etcd := c.etcdClient(t)
-	eventually(t, 2*time.Minute, func() string {
-		voters, learners, err := members(etcd)
-		if err != nil || voters != 3 || learners != 0 {
-			return fmt.Sprintf("etcd members: %d voters, %d learners, %v; want 3 voters", voters, learners, err)
-		}
-		return ""
-	})
+	waitVoters(t, etcd, 3)
 	admin := c.servers[1].client(t)
 	waitNodeReady(t, admin, "ha-agent")
 	eventually(t, time.Minute, func() string {
@@ -184,7 +181,7 @@ func TestHAServers(t *testing.T) {
 			var survivors []kubernetes.Interface
 			for i, s := range c.servers {
 				if i != victim {
-					survivors = append(survivors, quickClient(t, s))
+					survivors = append(survivors, quickClient(t, s, 2*time.Second))
 				}
 			}
 			killed := time.Now()
@@ -205,14 +202,8 @@ func TestHAServers(t *testing.T) {
 			})
 			samePod(t, client, running)
 			c.servers[victim].Start()
-			firstWrite(t, []kubernetes.Interface{quickClient(t, c.servers[victim])}, time.Now(), fmt.Sprintf("via-restarted-%d", victim))
-			eventually(t, time.Minute, func() string {
-				voters, learners, err := members(etcd)
-				if err != nil || voters != 3 || learners != 0 {
-					return fmt.Sprintf("etcd members: %d voters, %d learners, %v; want 3 voters", voters, learners, err)
-				}
-				return ""
-			})
+			firstWrite(t, []kubernetes.Interface{quickClient(t, c.servers[victim], 2*time.Second)}, time.Now(), fmt.Sprintf("via-restarted-%d", victim))
+			waitVoters(t, etcd, 3)
 		})
 	}
 
@@ -227,14 +218,8 @@ func TestHAServers(t *testing.T) {
 		if err := client.CoreV1().Nodes().Delete(context.Background(), "ha-2", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 30*time.Second, func() string {
-			voters, learners, err := members(etcd)
-			if err != nil || voters != 2 || learners != 0 {
-				return fmt.Sprintf("etcd members: %d voters, %d learners, %v; want 2 once ha-2's Node is gone", voters, learners, err)
-			}
-			return ""
-		})
-		firstWrite(t, []kubernetes.Interface{quickClient(t, c.servers[0]), quickClient(t, c.servers[1])}, time.Now(), "after-removal")
+		waitVoters(t, etcd, 2) // ha-2's member went with its Node
+		firstWrite(t, []kubernetes.Interface{quickClient(t, c.servers[0], 2*time.Second), quickClient(t, c.servers[1], 2*time.Second)}, time.Now(), "after-removal")
 	})
 
 	t.Run("settingsMismatchRefused", func(t *testing.T) {

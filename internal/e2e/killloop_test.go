@@ -71,7 +71,7 @@ func writeUntil(client kubernetes.Interface, cycle int, log *ackLog, stop <-chan
 // write was lost and that resourceVersion never went backwards.
 func TestKillNineUnderWrites(t *testing.T) {
 	s := StartServer(t)
-	client := quickClient(t, s)
+	client := quickClient(t, s, 2*time.Second)
 	if _, err := client.CoreV1().ConfigMaps("default").Create(context.Background(),
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "counter"}, Data: map[string]string{"value": "0"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

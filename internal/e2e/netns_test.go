@@ -72,7 +72,7 @@ func setUpNetns(t *testing.T, netns, hostLink, hostIP, nodeIP string) {
 // makeNodeNetns makes network namespace netns with eth0 at ip/24, the
 // peer of hostLink on the host, and a default route via gateway; both go
 // when t ends. The caller connects hostLink on the host side.
-func makeNodeNetns(t *testing.T, netns, hostLink, ip, gateway string) {
+func makeNodeNetns(t testing.TB, netns, hostLink, ip, gateway string) {
 	t.Helper()
 	t.Cleanup(func() {
 		exec.Command("ip", "netns", "del", netns).Run()
