@@ -32,6 +32,7 @@ import (
 	"orch/internal/kubelet/node"
 	"orch/internal/network"
 	"orch/internal/run"
+	"orch/internal/sdnotify"
 )
 
 // DefaultDataDir is the data dir whose containerd uses containerd.DefaultState.
@@ -60,6 +61,9 @@ type Config struct {
 	NetworkBackend string
 	// DisableProxy leaves Services to another proxy (--disable-proxy).
 	DisableProxy bool
+	// NotifySystemd tells systemd the agent is ready once it has joined
+	// (a server's own agent leaves that to the server).
+	NotifySystemd bool
 	// ResolvConf is the node's resolver configuration: the cluster DNS
 	// forwards other names to its servers, and pods with dnsPolicy
 	// Default get it (default /etc/resolv.conf).
@@ -167,6 +171,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return nil // stopped while the server was away
 		}
 		return err
+	}
+	if cfg.NotifySystemd {
+		if _, err := sdnotify.Ready(); err != nil {
+			log.Warn("cannot tell systemd that the agent is ready", "err", err)
+		}
 	}
 	renewer, err := join.NewRenewer(joinCfg, creds)
 	if err != nil {
