@@ -43,6 +43,9 @@ type Config struct {
 	// JoinServer is the URL of a server whose cluster this one joins
 	// (--server), with its join Token or TokenFile.
 	JoinServer, Token, TokenFile string
+	// Disable leaves out the built-in manifests of these names (file names
+	// without extension, e.g. local-storage); see internal/manifests.
+	Disable []string
 	// UnsafeNoFsync skips etcd fsyncs; for tests only.
 	UnsafeNoFsync bool
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"orch/internal/agent"
@@ -18,12 +19,14 @@ import (
 	"orch/internal/apiserver/filters"
 	"orch/internal/apiserver/registry/all"
 	"orch/internal/join"
+	"orch/internal/manifests"
 	"orch/internal/memory"
 	"orch/internal/pki"
 	"orch/internal/run"
 	"orch/internal/sdnotify"
 	"orch/internal/storage"
 	"orch/internal/version"
+	builtin "orch/manifests"
 )
 
 // Run starts the server and blocks until ctx ends or a component fails.
@@ -39,8 +42,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return err
 		}
 	}
-	bundle, err := pki.Ensure(pki.Config{Dir: p.tlsDir(), NodeIPs: p.nodeIPs, ExtraSANs: append(p.TLSSANs, p.advertise.String()),
-		ServiceCIDR: p.serviceCIDR, ClusterDomain: p.ClusterDomain})
+	url := fmt.Sprintf("https://127.0.0.1:%d", p.HTTPSPort)
+	certs := &certRenewer{p: p, url: url, now: time.Now, log: log.With("component", "certificates")}
+	bundle, err := certs.ensureCertificates()
 	if err != nil {
 		return err
 	}
@@ -58,6 +62,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		etcdCfg.JoinExisting = true
 		log.Info("starting etcd as a new member of the cluster", "member", etcdCfg.Name, "cluster", etcdCfg.InitialCluster)
+	}
+	if err := manifests.WriteDefaults(builtin.Defaults, p.manifestDir(), p.Disable); err != nil {
+		return err
 	}
 	etcd, err := storage.StartEtcd(etcdCfg)
 	if err != nil {
@@ -82,16 +89,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	listener, err := listen(p, bundle)
+	listener, err := listen(p, bundle, certs.getCertificate)
 	if err != nil {
 		return err
 	}
 	loopback, err := loopbackConfig(p, bundle)
 	if err != nil {
-		return err
-	}
-	url := fmt.Sprintf("https://127.0.0.1:%d", p.HTTPSPort)
-	if err := pki.WriteKubeconfig(p.WriteKubeconfig, p.WriteKubeconfigMode, url, bundle.CACertPEM, bundle.AdminCertPEM, bundle.AdminKeyPEM); err != nil {
 		return err
 	}
 	joins, err := newJoinHandler(bundle, token, join.Cluster{DNS: p.ClusterDNS, Domain: p.ClusterDomain, ClusterCIDR: p.clusterCIDR.String(), ServiceCIDR: p.serviceCIDR.String()}, loopback, log.With("component", "join"))
@@ -135,6 +138,15 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return serve(ctx, httpServer, listener)
 		})},
 		{Name: "bootstrap", Runnable: &bootstrap{cfg: p, rest: loopback, log: log.With("component", "bootstrap")}},
+		{Name: "manifests", Runnable: &manifests.Applier{Dir: p.manifestDir(), Config: loopback, Log: log.With("component", "manifests")}},
+		{Name: "certificates", Runnable: run.Func(func(ctx context.Context) error {
+			client, err := kubernetes.NewForConfig(loopback)
+			if err != nil {
+				return err
+			}
+			certs.client = client
+			return certs.Start(ctx)
+		})},
 		{Name: "controller-manager", Runnable: &controllerManager{rest: loopback, log: log.With("component", "controller-manager"), build: controllers(p)}},
 	}
 	if p.ha() {
@@ -149,18 +161,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	return run.Group(ctx, log, components...)
 }
 
-func listen(p parsed, bundle *pki.Bundle) (net.Listener, error) {
-	cert, err := bundle.ServingCertificate()
-	if err != nil {
-		return nil, err
-	}
+// listen opens the apiserver's port; getCertificate gives the serving
+// certificate of each handshake.
+func listen(p parsed, bundle *pki.Bundle, getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)) (net.Listener, error) {
 	addr := net.JoinHostPort(p.BindAddress, strconv.Itoa(p.HTTPSPort))
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s (is another orch server or kube-apiserver running? choose another --https-listen-port): %w", addr, err)
 	}
 	return tls.NewListener(l, &tls.Config{
-		Certificates: []tls.Certificate{cert},
+		GetCertificate: getCertificate,
 		ClientAuth:   tls.VerifyClientCertIfGiven,
 		ClientCAs:    bundle.CAPool(),
 		MinVersion:   tls.VersionTLS12,
@@ -189,7 +199,9 @@ func serve(ctx context.Context, srv *http.Server, l net.Listener) error {
 // loopbackConfig is the client-go config in-process components use: the
 // apiserver over 127.0.0.1 with a client certificate of its own.
 func loopbackConfig(p parsed, bundle *pki.Bundle) (*rest.Config, error) {
-	cert, key, err := bundle.IssueClientCert("system:apiserver", []string{"system:masters"}, 365*24*time.Hour)
+	// In memory only, and as long-lived as the CA: it never needs renewing
+	// while the server runs.
+	cert, key, err := bundle.IssueClientCert("system:apiserver", []string{"system:masters"}, pki.CAValidity)
 	if err != nil {
 		return nil, err
 	}

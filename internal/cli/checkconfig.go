@@ -1,0 +1,35 @@
+package cli
+
+import (
+	"github.com/urfave/cli/v2"
+
+	"orch/internal/agent"
+	"orch/internal/checkconfig"
+	"orch/internal/kubelet/containerd"
+)
+
+func checkConfigCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "check-config",
+		Usage: "report the kernel and host features orch needs, with a fix for each missing one",
+		Description: "Checks cgroups and their controllers, kernel options (namespaces, netfilter, bridge, veth, VXLAN, overlayfs), " +
+			"br_netfilter, IP forwarding, swap, iptables and its backend, containerd, runc and the CNI plugins. " +
+			"Exits 1 when a required feature is missing, 0 otherwise (warnings included).",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "kernel-config", Usage: "kernel config file to check, gzipped or not (default: /proc/config.gz, then /boot/config-$(uname -r))"},
+		},
+		Action: func(c *cli.Context) error {
+			results := checkconfig.Run(checkconfig.OS{}, checkconfig.Options{
+				KernelConfig: c.String("kernel-config"),
+				CNIBinDir:    containerd.NewConfig(agent.DefaultDataDir).CNIBinDir,
+			})
+			if err := checkconfig.Write(c.App.Writer, results); err != nil {
+				return cli.Exit("orch check-config: write the report: "+err.Error(), 1)
+			}
+			if checkconfig.Failed(results) {
+				return cli.Exit("orch check-config: orch needs the features marked missing; apply the fix under each and run orch check-config again", 1)
+			}
+			return nil
+		},
+	}
+}
