@@ -171,10 +171,10 @@ func listen(p parsed, bundle *pki.Bundle, getCertificate func(*tls.ClientHelloIn
 	}
 	return tls.NewListener(l, &tls.Config{
 		GetCertificate: getCertificate,
-		ClientAuth:   tls.VerifyClientCertIfGiven,
-		ClientCAs:    bundle.CAPool(),
-		MinVersion:   tls.VersionTLS12,
-		NextProtos:   []string{"h2", "http/1.1"},
+		ClientAuth:     tls.VerifyClientCertIfGiven,
+		ClientCAs:      bundle.CAPool(),
+		MinVersion:     tls.VersionTLS12,
+		NextProtos:     []string{"h2", "http/1.1"},
 	}), nil
 }
 
