@@ -33,9 +33,9 @@ func agentCommand() *cli.Command {
 func agentFlags() []cli.Flag {
 	return append([]cli.Flag{
 		configFlag(),
-		&cli.StringFlag{Name: "server", Aliases: []string{"s"}, Usage: "URL of an orch server, e.g. https://10.0.0.1:6443 (required)"},
-		&cli.StringFlag{Name: "token", Aliases: []string{"t"}, Usage: "join token (the server's data-dir/server/token)"},
-		&cli.StringFlag{Name: "token-file", Usage: "file holding the join token (used when --token is not given)"},
+		&cli.StringFlag{Name: "server", Aliases: []string{"s"}, EnvVars: []string{"ORCH_URL"}, Usage: "URL of an orch server, e.g. https://10.0.0.1:6443 (required)"},
+		&cli.StringFlag{Name: "token", Aliases: []string{"t"}, EnvVars: []string{"ORCH_TOKEN"}, Usage: "join token (the server's data-dir/server/token)"},
+		&cli.StringFlag{Name: "token-file", EnvVars: []string{"ORCH_TOKEN_FILE"}, Usage: "file holding the join token (used when --token is not given)"},
 		&cli.StringFlag{Name: "data-dir", Value: agent.DefaultDataDir, Usage: "where orch keeps its state"},
 		&cli.StringSliceFlag{Name: "node-ip", Usage: "IP addresses of this node, repeated or comma-separated (default: the host's first non-loopback IPv4 address)"},
 		&cli.BoolFlag{Name: "debug", Usage: "log at debug level"},
@@ -99,6 +99,7 @@ func agentConfig(c *cli.Context) (agent.Config, error) {
 func runAgent(c *cli.Context) error {
 	cfg, err := agentConfig(c)
 	if err == nil {
+		cfg.NotifySystemd = true // orch agent is its own service
 		err = agent.Run(c.Context, cfg, newLogger(c.Bool("debug")))
 	}
 	if err != nil {

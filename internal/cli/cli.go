@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -18,6 +19,11 @@ import (
 
 // Main runs orch with args (os.Args) and returns the process exit code.
 func Main(args []string) int {
+	// Linked as kubectl (install.sh does it when no kubectl exists), orch
+	// is `orch kubectl`.
+	if len(args) > 0 && filepath.Base(args[0]) == "kubectl" {
+		args = append([]string{args[0], "kubectl"}, args[1:]...)
+	}
 	app := &cli.App{
 		Name:    "orch",
 		Usage:   "a Kubernetes-compatible cluster in one binary",
@@ -26,6 +32,9 @@ func Main(args []string) int {
 			serverCommand(),
 			agentCommand(),
 			kubectlCommand(),
+			etcdSnapshotCommand(),
+			checkConfigCommand(),
+			certificateCommand(),
 		},
 		HideHelpCommand: true,
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/klog/v2"
 
+	"orch/internal/etcdsnapshot"
 	"orch/internal/server"
 )
 
@@ -36,6 +37,11 @@ func serverFlags() []cli.Flag {
 		&cli.StringFlag{Name: "cluster-dns", Value: "10.43.0.10", Usage: "cluster DNS service IP"},
 		&cli.StringFlag{Name: "cluster-domain", Value: "cluster.local", Usage: "cluster DNS domain"},
 		&cli.StringSliceFlag{Name: "disable", Usage: "do not deploy this built-in manifest of data-dir/server/manifests (file name without extension: local-storage); repeated or comma-separated"},
+		&cli.StringFlag{Name: "etcd-snapshot-schedule-cron", Value: etcdsnapshot.DefaultSchedule, Usage: "when to snapshot etcd (cron: minute hour day-of-month month day-of-week); empty disables"},
+		&cli.IntFlag{Name: "etcd-snapshot-retention", Value: etcdsnapshot.DefaultRetention, Usage: "how many scheduled snapshots of this node to keep"},
+		&cli.StringFlag{Name: "etcd-snapshot-dir", Usage: "where snapshots go (default: data-dir/server/db/snapshots)"},
+		&cli.BoolFlag{Name: "cluster-reset", Usage: "with --cluster-reset-restore-path: replace etcd's data with a snapshot, then exit"},
+		&cli.StringFlag{Name: "cluster-reset-restore-path", Usage: "the etcd snapshot --cluster-reset restores (with --token on a new host)"},
 		&cli.BoolFlag{Name: "cluster-init", Usage: "start a cluster other servers can join (etcd listens on the advertise address with TLS)"},
 		&cli.StringFlag{Name: "server", Aliases: []string{"s"}, Usage: "URL of a server of the cluster this server joins, e.g. https://10.0.0.1:6443 (with --token)"},
 		&cli.StringFlag{Name: "token", Aliases: []string{"t"}, EnvVars: []string{"ORCH_TOKEN"}, Usage: "the cluster's join token, to join it with --server (the first server's data-dir/server/token)"},
@@ -74,6 +80,11 @@ func runServer(c *cli.Context) error {
 		EtcdClientPort:      c.Int("etcd-client-port"),
 		EtcdPeerPort:        c.Int("etcd-peer-port"),
 		ClusterInit:         c.Bool("cluster-init"),
+		ClusterReset:        c.Bool("cluster-reset"),
+		RestorePath:         c.String("cluster-reset-restore-path"),
+		SnapshotCron:        c.String("etcd-snapshot-schedule-cron"),
+		SnapshotRetention:   c.Int("etcd-snapshot-retention"),
+		SnapshotDir:         c.String("etcd-snapshot-dir"),
 		Disable:             splitList(c.StringSlice("disable")),
 		JoinServer:          c.String("server"),
 		Token:               c.String("token"),

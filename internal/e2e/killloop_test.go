@@ -39,6 +39,11 @@ func (l *ackLog) acked(name string, counter int, rv string) {
 	l.maxRV = max(l.maxRV, v)
 }
 
+// newCounter is the ConfigMap writeUntil counts up in.
+func newCounter() *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "counter"}, Data: map[string]string{"value": "0"}}
+}
+
 // writeUntil creates ConfigMaps and bumps a counter ConfigMap until stop
 // closes, logging each acknowledged write.
 func writeUntil(client kubernetes.Interface, cycle int, log *ackLog, stop <-chan struct{}) {
@@ -72,8 +77,7 @@ func writeUntil(client kubernetes.Interface, cycle int, log *ackLog, stop <-chan
 func TestKillNineUnderWrites(t *testing.T) {
 	s := StartServer(t)
 	client := quickClient(t, s, 2*time.Second)
-	if _, err := client.CoreV1().ConfigMaps("default").Create(context.Background(),
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "counter"}, Data: map[string]string{"value": "0"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := client.CoreV1().ConfigMaps("default").Create(context.Background(), newCounter(), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	log := &ackLog{}

@@ -43,6 +43,15 @@ type Config struct {
 	// JoinServer is the URL of a server whose cluster this one joins
 	// (--server), with its join Token or TokenFile.
 	JoinServer, Token, TokenFile string
+	// ClusterReset with RestorePath replaces the etcd data with a
+	// snapshot and exits (--cluster-reset --cluster-reset-restore-path).
+	ClusterReset bool
+	RestorePath  string
+	// SnapshotCron, SnapshotRetention and SnapshotDir schedule etcd
+	// snapshots (--etcd-snapshot-*); an empty SnapshotCron disables them.
+	SnapshotCron      string
+	SnapshotRetention int
+	SnapshotDir       string
 	// Disable leaves out the built-in manifests of these names (file names
 	// without extension, e.g. local-storage); see internal/manifests.
 	Disable []string

@@ -117,7 +117,7 @@ func (p parsed) fetchSharedFiles(ctx context.Context, log *slog.Logger) (*join.S
 		return nil, errors.New("orch server: cannot join " + p.JoinServer + ": " + msg)
 	}
 	for _, name := range sharedFiles {
-		data, ok := b.Files[name]
+		data, ok := b.Files[name] // a server of several has them all
 		if !ok {
 			return nil, fmt.Errorf("orch server: the cluster's bootstrap data lacks %s (is %s an orch server of the same version?)", name, p.JoinServer)
 		}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -18,6 +19,7 @@ import (
 	"orch/internal/apiserver"
 	"orch/internal/apiserver/filters"
 	"orch/internal/apiserver/registry/all"
+	"orch/internal/etcdsnapshot"
 	"orch/internal/join"
 	"orch/internal/manifests"
 	"orch/internal/memory"
@@ -35,6 +37,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	p, err := cfg.parse()
 	if err != nil {
 		return err
+	}
+	if p.ClusterReset {
+		return p.clusterReset(ctx, log)
 	}
 	var serverJoin *join.ServerJoin
 	if p.JoinServer != "" && !p.hasEtcdData() {
@@ -66,11 +71,21 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err := manifests.WriteDefaults(builtin.Defaults, p.manifestDir(), p.Disable); err != nil {
 		return err
 	}
+	var etcdClient *clientv3.Client // set once etcd serves
+	snapshots, err := etcdsnapshot.NewScheduler(etcdsnapshot.SchedulerConfig{Spec: p.SnapshotCron, Retention: p.SnapshotRetention,
+		Dir: p.snapshotDir(), NodeName: p.nodeName(), Client: func() *clientv3.Client { return etcdClient }, Log: log.With("component", "etcd-snapshots")})
+	if err != nil {
+		return err
+	}
 	etcd, err := storage.StartEtcd(etcdCfg)
 	if err != nil {
 		return err
 	}
 	defer etcd.Close()
+	etcdClient = etcd.Client
+	if err := storeBootstrap(ctx, etcd.Client, p.tlsDir(), token); err != nil {
+		log.Warn("cannot keep the cluster's certificates in etcd for snapshots", "err", err)
+	}
 	store := storage.NewEtcd(etcd.Client)
 
 	kubeletClient, err := kubeletClientConfig(bundle)
@@ -128,6 +143,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 				return err
 			}
 		})},
+		{Name: "etcd-snapshots", Runnable: run.Func(snapshots.Run)},
 		{Name: "etcd-compactor", Runnable: run.Func(func(ctx context.Context) error {
 			return store.RunCompactor(ctx, 5*time.Minute, log.With("component", "compactor"))
 		})},

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -39,15 +38,12 @@ func (h *joinHandler) serveServerBootstrap(w http.ResponseWriter, r *http.Reques
 	if !h.serverRequest(w, r, http.MethodGet) {
 		return
 	}
-	b := join.ServerBootstrap{Files: map[string]string{}, Settings: h.servers.settings}
-	for _, name := range sharedFiles {
-		data, err := os.ReadFile(filepath.Join(h.servers.tlsDir, name))
-		if err != nil {
-			writeJoinError(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, "read "+name+": "+err.Error())
-			return
-		}
-		b.Files[name] = string(data)
+	files, err := readSharedFiles(h.servers.tlsDir)
+	if err != nil {
+		writeJoinError(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
+		return
 	}
+	b := join.ServerBootstrap{Files: files, Settings: h.servers.settings}
 	plain, err := json.Marshal(b)
 	if err == nil {
 		var sealed []byte

@@ -1,0 +1,164 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"orch/internal/etcdsnapshot"
+	"orch/internal/join"
+	"orch/internal/pki"
+)
+
+// bootstrapKey holds, in etcd, the shared files of the cluster (see
+// sharedFiles) sealed with the join token, so that a snapshot has
+// everything a new host needs to restore the cluster given the token.
+// It is outside /registry: the apiserver never serves it.
+const bootstrapKey = "/orch/bootstrap"
+
+// readSharedFiles reads the shared files this server has (a single
+// server has no etcd CA).
+func readSharedFiles(tlsDir string) (map[string]string, error) {
+	files := map[string]string{}
+	for _, name := range sharedFiles {
+		data, err := os.ReadFile(filepath.Join(tlsDir, name))
+		if errors.Is(err, os.ErrNotExist) && strings.HasPrefix(name, "etcd"+string(filepath.Separator)) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		files[name] = string(data)
+	}
+	return files, nil
+}
+
+// storeBootstrap writes the sealed shared files to etcd.
+func storeBootstrap(ctx context.Context, client *clientv3.Client, tlsDir, token string) error {
+	_, secret, err := pki.ParseToken(token)
+	if err != nil {
+		return err
+	}
+	files, err := readSharedFiles(tlsDir)
+	if err != nil {
+		return err
+	}
+	plain, err := json.Marshal(files)
+	if err != nil {
+		return err
+	}
+	sealed, err := join.Seal(secret, plain)
+	if err != nil {
+		return err
+	}
+	_, err = client.Put(ctx, bootstrapKey, string(sealed))
+	return err
+}
+
+// restoreSnapshot is --cluster-reset --cluster-reset-restore-path: it
+// replaces the etcd data with the snapshot's (the old data moved aside),
+// as a cluster of this one member, and puts the snapshot's certificates
+// and keys in place, opened with the token.
+func (p parsed) restoreSnapshot(ctx context.Context, log *slog.Logger) error {
+	name, peerURL := "orch", "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(p.EtcdPeerPort))
+	if p.ha() {
+		var err error
+		if name, err = p.memberName(); err != nil {
+			return err
+		}
+		peerURL = "https://" + net.JoinHostPort(p.advertise.String(), strconv.Itoa(p.EtcdPeerPort))
+	}
+	token, err := p.restoreToken()
+	if err != nil {
+		return err
+	}
+	if err := etcdsnapshot.Restore(ctx, p.RestorePath, p.etcdDir(), name, peerURL, log); err != nil {
+		return err
+	}
+	sealed, err := etcdsnapshot.ReadKey(p.etcdDir(), bootstrapKey)
+	if errors.Is(err, etcdsnapshot.ErrKeyNotFound) {
+		log.Warn("the snapshot holds no cluster certificates (taken by an older orch?); this host's are kept")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, secret, err := pki.ParseToken(token)
+	if err != nil {
+		return fmt.Errorf("orch server: --token: %w", err)
+	}
+	plain, err := join.Open(secret, sealed)
+	if err != nil {
+		return fmt.Errorf("orch server: the token does not open the snapshot's certificates (%w): give the token of the cluster the snapshot was taken from with --token", err)
+	}
+	var files map[string]string
+	if err := json.Unmarshal(plain, &files); err != nil {
+		return fmt.Errorf("orch server: the snapshot's certificates are unreadable: %w", err)
+	}
+	for rel, data := range files {
+		if !validSharedFile(rel) {
+			return fmt.Errorf("orch server: the snapshot names an unexpected file %q", rel)
+		}
+		path := filepath.Join(p.tlsDir(), rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(p.tokenPath(), []byte(token+"\n"), 0o600)
+}
+
+func validSharedFile(rel string) bool {
+	for _, name := range sharedFiles {
+		if rel == name {
+			return true
+		}
+	}
+	return false
+}
+
+// restoreToken is --token or --token-file, else the token this data dir has.
+func (p parsed) restoreToken() (string, error) {
+	if p.Token != "" || p.TokenFile != "" {
+		return p.joinToken()
+	}
+	data, err := os.ReadFile(p.tokenPath())
+	if err != nil {
+		return "", fmt.Errorf("orch server: restoring on a new host needs the cluster's token: give it with --token or --token-file (%w)", err)
+	}
+	return strings.TrimSpace(string(data)), nil
+}
+
+// clusterReset restores the snapshot and returns: the next start, without
+// --cluster-reset, runs on the restored data (starting from it right away
+// would restore again at every restart while the flag stays in a config).
+func (p parsed) clusterReset(ctx context.Context, log *slog.Logger) error {
+	if p.RestorePath == "" {
+		return errors.New("orch server: --cluster-reset needs --cluster-reset-restore-path=FILE (an etcd snapshot, see orch etcd-snapshot ls); " +
+			"resetting the membership of the current data without a snapshot is not implemented")
+	}
+	if err := p.restoreSnapshot(ctx, log); err != nil {
+		return err
+	}
+	log.Info("restored the etcd snapshot; now start orch server without --cluster-reset (other servers of an HA cluster join it afresh with empty data dirs)",
+		"snapshot", p.RestorePath, "data-dir", p.DataDir)
+	return nil
+}
+
+func (c Config) snapshotDir() string {
+	if c.SnapshotDir != "" {
+		return c.SnapshotDir
+	}
+	return etcdsnapshot.DefaultDir(c.DataDir)
+}
