@@ -15,7 +15,7 @@ LDFLAGS := -s -w \
 BIN := bin/orch
 DATA_DIR ?= /var/lib/orch
 
-.PHONY: build run test check bench fuzz clean deps busybox-image
+.PHONY: build run test check bench fuzz clean deps busybox-image airgap
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
@@ -33,6 +33,11 @@ busybox-image: deps
 
 deps:
 	bash scripts/test-deps.sh
+
+# make airgap: bin/orch-airgap-<arch>.tar.gz, everything a host without
+# network needs (orch, install.sh, checksums, images, runtime pieces).
+airgap: deps build
+	bash scripts/airgap.sh $(BIN) bin
 
 # make test: every test (unit, integration on real etcd, end to end with the
 # real kubectl), with the race detector. The end-to-end tests run real
