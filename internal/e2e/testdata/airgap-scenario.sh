@@ -1,0 +1,50 @@
+#!/bin/sh
+# airgap-scenario.sh — TestAirGapInstall runs this as PID 1 of new mount,
+# network and PID namespaces (see cleanroot.sh): a host with no route out.
+# It unpacks the air-gap bundle (BUNDLE, from scripts/airgap.sh), checks its
+# checksums, installs orch from it as its README says, starts the server
+# (and its agent) as the unit says, and runs the README's example and a
+# Service reached by name from a pod; then uninstalls.
+# It prints "ok: ..." per check and ends with "SCENARIO PASSED".
+. "$(dirname "$0")/cleanroot.sh"
+
+step "unpacking the bundle"
+check "no route to the outside" sh -c '! ip route get 1.1.1.1 >/dev/null 2>&1'
+mkdir -p "$WORK/scratch/bundle"
+tar -C "$WORK/scratch/bundle" -xzf "$BUNDLE" || fail "tar -xzf $BUNDLE"
+cd "$WORK/scratch/bundle"/orch-airgap-* || fail "no orch-airgap-* directory in the bundle"
+check "the bundle's checksums match" sha256sum -c sha256sum-*.txt
+check "the bundle has the runtime pieces" sh -c 'tar -tzf runtime/orch-runtime-*.tar.gz | grep -qx usr/bin/containerd'
+check "orch check-config passes on this host" ./orch check-config
+
+step "install.sh from the bundle"
+INSTALL_ORCH_SKIP_DOWNLOAD=true sh install.sh >"$WORK/install.log" 2>&1 || fail "install.sh exited $?"
+cat "$WORK/install.log"
+check "verified the bundle's orch" contains "$WORK/install.log" "verified $PWD/orch"
+check "installed the bundle's orch" cmp -s orch /usr/local/bin/orch
+mkdir -p /var/lib/orch/agent/images && cp images/*.tar /var/lib/orch/agent/images/ || fail "copy the images"
+
+EXEC=$(sed -n 's/^ExecStart=//p' /etc/systemd/system/orch.service)
+step "starting: $EXEC"
+(
+	set -a
+	. /etc/systemd/system/orch.service.env
+	set +a
+	exec $EXEC
+) >>"$WORK/server.log" 2>&1 &
+wait_for 120 "the node is Ready" sh -c 'kubectl get nodes --no-headers 2>/dev/null | grep -q " Ready "'
+
+step "the examples"
+check "kubectl run (the README's example)" kubectl run box --image=orch.test/busybox:1 --image-pull-policy=Never -- sleep 3600
+wait_for 90 "the example pod runs" kubectl wait --for=condition=Ready pod/box --timeout=2s
+check "a web Deployment" kubectl create deployment web --image=orch.test/busybox:1 -- httpd -f -p 80 -h /etc
+check "its Service" kubectl expose deployment web --port 80
+wait_for 90 "the web pod runs" kubectl wait --for=condition=Ready pod -l app=web --timeout=2s
+wait_for 60 "a pod reaches the Service by name" timeout 10 kubectl exec box -- wget -q -O /dev/null http://web/hostname
+
+step "uninstall"
+/usr/local/bin/orch-uninstall.sh >"$WORK/uninstall.log" 2>&1 || fail "orch-uninstall.sh exited $?"
+check "no orch, containerd, shim or container process left" no_runtime_procs
+check "no KUBE-/ORCH-/CNI- rules left" no_orch_rules
+check "no installed file left" absent /usr/local/bin/orch /usr/local/bin/kubectl /var/lib/orch /etc/orch
+echo "SCENARIO PASSED"
