@@ -7,8 +7,9 @@ set -euo pipefail
 # test image; CNI plugins, iptables and conntrack serve pod networking;
 # util-linux (nsenter) and bsdutils (script) run agents in network
 # namespaces and give `kubectl exec -it` a terminal in the end-to-end tests.
-# qemu-user-static runs the built-in arm64 pause program in its test.
-packages=(ca-certificates iproute2 containerd runc containernetworking-plugins iptables conntrack busybox-static util-linux bsdutils qemu-user-static)
+# qemu-user-static runs the built-in arm64 pause program in its test; curl is
+# what install.sh downloads with in its test.
+packages=(ca-certificates curl iproute2 containerd runc containernetworking-plugins iptables conntrack busybox-static util-linux bsdutils qemu-user-static)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
