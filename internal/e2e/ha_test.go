@@ -133,6 +133,17 @@ func quickClient(t testing.TB, s *Server, timeout time.Duration) kubernetes.Inte
 	return kubernetes.NewForConfigOrDie(rc)
 }
 
+// clientsBut are quick clients of every server but victim.
+func (c *haCluster) clientsBut(t testing.TB, victim int, timeout time.Duration) []kubernetes.Interface {
+	var clients []kubernetes.Interface
+	for i, s := range c.servers {
+		if i != victim {
+			clients = append(clients, quickClient(t, s, timeout))
+		}
+	}
+	return clients
+}
+
 // firstWrite creates ConfigMaps through clients in turn until one is
 // acknowledged; it returns when, after since.
 func firstWrite(t testing.TB, clients []kubernetes.Interface, since time.Time, name string) time.Duration {
@@ -178,12 +189,7 @@ func TestHAServers(t *testing.T) {
 
 	for victim := range c.servers {
 		t.Run(fmt.Sprintf("kill-%d", victim), func(t *testing.T) {
-			var survivors []kubernetes.Interface
-			for i, s := range c.servers {
-				if i != victim {
-					survivors = append(survivors, quickClient(t, s, 2*time.Second))
-				}
-			}
+			survivors := c.clientsBut(t, victim, 2*time.Second)
 			killed := time.Now()
 			c.servers[victim].Kill()
 			t.Cleanup(func() {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"k8s.io/client-go/kubernetes"
 )
 
 // BenchmarkHAFailover measures how long the API of three servers stays
@@ -31,12 +30,7 @@ func BenchmarkHAFailover(b *testing.B) {
 	for run := range runs {
 		waitVoters(b, etcd, 3)
 		victim := c.leaderServer(b, etcd)
-		var survivors []kubernetes.Interface
-		for i, s := range c.servers {
-			if i != victim {
-				survivors = append(survivors, quickClient(b, s, 250*time.Millisecond))
-			}
-		}
+		survivors := c.clientsBut(b, victim, 250*time.Millisecond)
 		killed := time.Now()
 		c.servers[victim].Kill()
 		d := firstWrite(b, survivors, killed, fmt.Sprintf("failover-%d", run))
