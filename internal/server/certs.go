@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -39,8 +40,10 @@ type certRenewer struct {
 	url     string // the admin kubeconfig's server
 	now     func() time.Time
 	serving atomic.Pointer[tls.Certificate]
-	client  kubernetes.Interface // for events; nil until Start
-	log     *slog.Logger
+	// admin is the admin certificate last written to the kubeconfig.
+	admin  []byte
+	client kubernetes.Interface // for events; nil until Start
+	log    *slog.Logger
 }
 
 // certCheckEvery is how often certificates are checked; rotate requests
@@ -78,8 +81,11 @@ func (r *certRenewer) ensureCertificates() (*pki.Bundle, error) {
 	if old := r.serving.Swap(&cert); old != nil && old.Leaf != nil && !old.Leaf.Equal(bundle.Serving) {
 		r.log.Info("serving new certificates", "expires", bundle.Serving.NotAfter.UTC().Format(time.RFC3339), "rotated", forced)
 	}
-	if err := pki.WriteKubeconfig(r.p.WriteKubeconfig, r.p.WriteKubeconfigMode, r.url, bundle.CACertPEM, bundle.AdminCertPEM, bundle.AdminKeyPEM); err != nil {
-		return nil, err
+	if !bytes.Equal(r.admin, bundle.AdminCertPEM) {
+		if err := pki.WriteKubeconfig(r.p.WriteKubeconfig, r.p.WriteKubeconfigMode, r.url, bundle.CACertPEM, bundle.AdminCertPEM, bundle.AdminKeyPEM); err != nil {
+			return nil, err
+		}
+		r.admin = bundle.AdminCertPEM
 	}
 	if forced {
 		os.Remove(rotate)

@@ -63,7 +63,8 @@ func (m *etcdMembers) Start(ctx context.Context) error {
 func (m *etcdMembers) updateOwnPeerURL(ctx context.Context) {
 	list, err := m.etcd.MemberList(ctx)
 	if err != nil {
-		m.log.Warn("cannot list etcd members", "err", err)
+		// A learner may not list; a member that just joined has its URL.
+		m.log.Debug("cannot list etcd members to check this member's peer URL", "err", err)
 		return
 	}
 	for _, member := range list.Members {
