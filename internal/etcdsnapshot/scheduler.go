@@ -59,7 +59,7 @@ func NewScheduler(cfg SchedulerConfig) (*Scheduler, error) {
 		}
 		s.schedule = sched
 	}
-	if cfg.Retention < 1 {
+	if s.schedule != nil && cfg.Retention < 1 {
 		return nil, fmt.Errorf("--etcd-snapshot-retention %d: keep at least 1 snapshot", cfg.Retention)
 	}
 	if cfg.Dir == "" {
