@@ -111,7 +111,8 @@ func runScenario(t *testing.T, root, script string, env ...string) string {
 // TestAirGapInstall builds the air-gap bundle (scripts/airgap.sh, as make
 // airgap does) and installs orch from it on a clean root with no route out
 // (testdata/airgap-scenario.sh): checksums, install.sh, the images, a server
-// with its agent, the README's example and a Service, then uninstall.
+// with its agent and a second node's agent, the README's example and a
+// Service across the nodes, then uninstall.
 func TestAirGapInstall(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("TestAirGapInstall installs orch into new namespaces and must run as root (make test does)")
@@ -133,7 +134,8 @@ func TestAirGapInstall(t *testing.T) {
 	}
 	output := runScenario(t, root, "airgap-scenario.sh", "BUNDLE="+bundles[0], "WORK="+work)
 	for _, want := range []string{"ok: no route to the outside", "ok: the bundle's checksums match", "ok: verified the bundle's orch",
-		"ok: the node is Ready", "ok: the example pod runs", "ok: a pod reaches the Service by name", "ok: no installed file left"} {
+		"ok: the node is Ready", "ok: the agent's node is Ready", "ok: the example pod runs",
+		"ok: a pod on node2 reaches the Service on the other node by name", "ok: no installed file left"} {
 		if !strings.Contains(output, want) {
 			t.Errorf("the scenario did not report %q", want)
 		}

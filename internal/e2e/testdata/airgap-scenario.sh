@@ -3,8 +3,9 @@
 # network and PID namespaces (see cleanroot.sh): a host with no route out.
 # It unpacks the air-gap bundle (BUNDLE, from scripts/airgap.sh), checks its
 # checksums, installs orch from it as its README says, starts the server
-# (and its agent) as the unit says, and runs the README's example and a
-# Service reached by name from a pod; then uninstalls.
+# (and its agent) as the unit says, joins an agent from another network
+# namespace (node2, 10.250.0.2), and runs the README's example on node2 and
+# a Service on the server's node that it reaches by name; then uninstalls.
 # It prints "ok: ..." per check and ends with "SCENARIO PASSED".
 . "$(dirname "$0")/cleanroot.sh"
 
@@ -34,13 +35,23 @@ step "starting: $EXEC"
 ) >>"$WORK/server.log" 2>&1 &
 wait_for 120 "the node is Ready" sh -c 'kubectl get nodes --no-headers 2>/dev/null | grep -q " Ready "'
 
+step "an agent on a second node (network namespace node2, no default route either)"
+ip netns add node2 && ip link set eth1 netns node2 && ip -n node2 addr add 10.250.0.2/24 dev eth1 &&
+	ip -n node2 link set eth1 up && ip -n node2 link set lo up || fail "node2's network"
+mkdir -p /var/lib/orch-node2/agent/images && cp images/*.tar /var/lib/orch-node2/agent/images/ || fail "node2's images"
+nsenter --net=/run/netns/node2 /usr/local/bin/orch agent --server https://10.250.0.1:6443 --token "$(cat /var/lib/orch/server/token)" \
+	--data-dir /var/lib/orch-node2 --node-name node2 --node-ip 10.250.0.2 >>"$WORK/agent.log" 2>&1 &
+wait_for 120 "the agent's node is Ready" sh -c 'kubectl get node node2 --no-headers 2>/dev/null | grep -q " Ready "'
+
 step "the examples"
-check "kubectl run (the README's example)" kubectl run box --image=orch.test/busybox:1 --image-pull-policy=Never -- sleep 3600
+check "kubectl run (the README's example, on node2)" kubectl run box --image=orch.test/busybox:1 --image-pull-policy=Never \
+	--overrides='{"apiVersion":"v1","spec":{"nodeName":"node2"}}' -- sleep 3600
 wait_for 90 "the example pod runs" kubectl wait --for=condition=Ready pod/box --timeout=2s
-check "a web Deployment" kubectl create deployment web --image=orch.test/busybox:1 -- httpd -f -p 80 -h /etc
-check "its Service" kubectl expose deployment web --port 80
-wait_for 90 "the web pod runs" kubectl wait --for=condition=Ready pod -l app=web --timeout=2s
-wait_for 60 "a pod reaches the Service by name" timeout 10 kubectl exec box -- wget -q -O /dev/null http://web/hostname
+check "a web pod on the server's node" kubectl run web --image=orch.test/busybox:1 --image-pull-policy=Never --labels=app=web \
+	--overrides='{"apiVersion":"v1","spec":{"nodeSelector":{"node-role.kubernetes.io/control-plane":"true"}}}' -- httpd -f -p 80 -h /etc
+check "its Service" kubectl expose pod web --port 80
+wait_for 90 "the web pod runs" kubectl wait --for=condition=Ready pod/web --timeout=2s
+wait_for 60 "a pod on node2 reaches the Service on the other node by name" timeout 10 kubectl exec box -- wget -q -O /dev/null http://web/hostname
 
 step "uninstall"
 /usr/local/bin/orch-uninstall.sh >"$WORK/uninstall.log" 2>&1 || fail "orch-uninstall.sh exited $?"
