@@ -114,10 +114,10 @@ func (e *EmbeddedEtcd) Close() {
 }
 
 // readyTimeout is how long a start waits for the member to serve: a member
-// of several waits for a quorum of the others, which may take a while
-// after a power cut.
+// of several (one listening beyond loopback) waits for a quorum of the
+// others, which may take a while after a power cut.
 func readyTimeout(cfg EtcdConfig) time.Duration {
-	if cfg.InitialCluster != "" {
+	if cfg.InitialCluster != "" || len(cfg.ExtraClientURLs) > 0 {
 		return 10 * time.Minute
 	}
 	return 60 * time.Second
