@@ -156,7 +156,7 @@ func (r *certRenewer) warnExpiring(ctx context.Context, bundle *pki.Bundle) {
 		node := r.p.nodeName()
 		event := &corev1.Event{
 			ObjectMeta:     metav1.ObjectMeta{GenerateName: node + ".", Namespace: metav1.NamespaceDefault},
-			InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: node, UID: "", APIVersion: "v1"},
+			InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: node, APIVersion: "v1"},
 			Reason:         "CertificateExpiring", Message: msg, Type: corev1.EventTypeWarning,
 			Source:         corev1.EventSource{Component: "orch-server", Host: node},
 			FirstTimestamp: metav1.NewTime(r.now()), LastTimestamp: metav1.NewTime(r.now()), Count: 1,

@@ -83,10 +83,11 @@ type parsed struct {
 	clusterCIDR *net.IPNet
 	nodeIPs     []net.IP
 	advertise   net.IP
+	several     bool // one of several servers (see ha)
 }
 
 func (c Config) parse() (parsed, error) {
-	p := parsed{Config: c}
+	p := parsed{Config: c, several: c.startedAsOneOfSeveral()}
 	var err error
 	if _, p.serviceCIDR, err = net.ParseCIDR(c.ServiceCIDR); err != nil {
 		return p, fmt.Errorf("--service-cidr %q is not a CIDR (e.g. 10.43.0.0/16): %w", c.ServiceCIDR, err)

@@ -23,12 +23,15 @@ import (
 
 // A server is one of several (HA) when started with --cluster-init or
 // --server, or when it was before: its etcd member then has a name of its
-// own (memberNameFile) and listens on the node's address with TLS.
-func (p parsed) ha() bool {
-	if p.ClusterInit || p.JoinServer != "" {
+// own (memberNameFile) and listens on the node's address with TLS. parse
+// decides it once.
+func (p parsed) ha() bool { return p.several }
+
+func (c Config) startedAsOneOfSeveral() bool {
+	if c.ClusterInit || c.JoinServer != "" {
 		return true
 	}
-	_, err := os.Stat(p.memberNameFile())
+	_, err := os.Stat(c.memberNameFile())
 	return err == nil
 }
 
@@ -117,22 +120,11 @@ func (p parsed) fetchSharedFiles(ctx context.Context, log *slog.Logger) (*join.S
 		return nil, errors.New("orch server: cannot join " + p.JoinServer + ": " + msg)
 	}
 	for _, name := range sharedFiles {
-		data, ok := b.Files[name] // a server of several has them all
-		if !ok {
+		if _, ok := b.Files[name]; !ok { // a server of several has them all
 			return nil, fmt.Errorf("orch server: the cluster's bootstrap data lacks %s (is %s an orch server of the same version?)", name, p.JoinServer)
 		}
-		path := filepath.Join(p.tlsDir(), name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
-			return nil, fmt.Errorf("orch server: write %s: %w", path, err)
-		}
 	}
-	if err := os.WriteFile(p.tokenPath(), []byte(token+"\n"), 0o600); err != nil {
-		return nil, fmt.Errorf("orch server: write the token: %w", err)
-	}
-	return sj, nil
+	return sj, p.writeSharedFiles(b.Files, token)
 }
 
 // etcdConfig is how this server's member starts. A single server's

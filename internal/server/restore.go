@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -104,28 +105,28 @@ func (p parsed) restoreSnapshot(ctx context.Context, log *slog.Logger) error {
 	if err := json.Unmarshal(plain, &files); err != nil {
 		return fmt.Errorf("orch server: the snapshot's certificates are unreadable: %w", err)
 	}
+	return p.writeSharedFiles(files, token)
+}
+
+// writeSharedFiles puts the cluster's shared files (from a joined server
+// or a snapshot) and its token where pki.Ensure and EnsureToken find them.
+func (p parsed) writeSharedFiles(files map[string]string, token string) error {
 	for rel, data := range files {
-		if !validSharedFile(rel) {
-			return fmt.Errorf("orch server: the snapshot names an unexpected file %q", rel)
+		if !slices.Contains(sharedFiles, rel) {
+			return fmt.Errorf("orch server: the cluster's shared files name an unexpected file %q", rel)
 		}
 		path := filepath.Join(p.tlsDir(), rel)
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return err
 		}
 		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
-			return err
+			return fmt.Errorf("orch server: write %s: %w", path, err)
 		}
 	}
-	return os.WriteFile(p.tokenPath(), []byte(token+"\n"), 0o600)
-}
-
-func validSharedFile(rel string) bool {
-	for _, name := range sharedFiles {
-		if rel == name {
-			return true
-		}
+	if err := os.WriteFile(p.tokenPath(), []byte(token+"\n"), 0o600); err != nil {
+		return fmt.Errorf("orch server: write the token: %w", err)
 	}
-	return false
+	return nil
 }
 
 // restoreToken is --token or --token-file, else the token this data dir has.
