@@ -16,8 +16,9 @@ import (
 
 // ruleWriter is what a sync needs from iptables.
 type ruleWriter interface {
-	// EnsureJumps makes the built-in chains jump to the proxy's chains.
-	EnsureJumps() error
+	// EnsureJumps makes the built-in chains jump to the proxy's chains. It
+	// reports whether a jump or chain was missing and had to be put back.
+	EnsureJumps() (repaired bool, err error)
 	// Restore applies iptables-restore input without flushing other chains.
 	Restore(data []byte) error
 	// Chains lists the chains of a table.
@@ -84,23 +85,31 @@ func newIPTablesDriver() (*iptablesDriver, error) {
 }
 
 // EnsureJumps creates the target chains when missing and inserts each jump
-// rule once.
-func (d *iptablesDriver) EnsureJumps() error {
+// rule once, reporting whether anything was missing.
+func (d *iptablesDriver) EnsureJumps() (repaired bool, err error) {
 	for _, j := range jumps {
 		ok, err := d.ipt.ChainExists(j.table, j.to)
 		if err != nil {
-			return fmt.Errorf("proxy: check chain %q in table %s: %w", j.to, j.table, err)
+			return repaired, fmt.Errorf("proxy: check chain %q in table %s: %w", j.to, j.table, err)
 		}
 		if !ok {
 			if err := d.ipt.NewChain(j.table, j.to); err != nil {
-				return fmt.Errorf("proxy: create chain %q in table %s: %w", j.to, j.table, err)
+				return repaired, fmt.Errorf("proxy: create chain %q in table %s: %w", j.to, j.table, err)
 			}
+			repaired = true
 		}
-		if err := d.ipt.InsertUnique(j.table, j.from, 1, j.spec()...); err != nil {
-			return fmt.Errorf("proxy: insert jump %s -> %s in table %s: %w", j.from, j.to, j.table, err)
+		ok, err = d.ipt.Exists(j.table, j.from, j.spec()...)
+		if err != nil {
+			return repaired, fmt.Errorf("proxy: check jump %s -> %s in table %s: %w", j.from, j.to, j.table, err)
+		}
+		if !ok {
+			if err := d.ipt.Insert(j.table, j.from, 1, j.spec()...); err != nil {
+				return repaired, fmt.Errorf("proxy: insert jump %s -> %s in table %s: %w", j.from, j.to, j.table, err)
+			}
+			repaired = true
 		}
 	}
-	return nil
+	return repaired, nil
 }
 
 var failedLine = regexp.MustCompile(`line:? (\d+)`)

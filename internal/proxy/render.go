@@ -5,35 +5,39 @@ import (
 	"sort"
 )
 
-// written is what the proxy last wrote to the nat table: per-service chain
-// name → its rules. A partial sync leaves out every chain whose rules are
-// the same (declaring a chain in iptables-restore flushes it).
-type written map[string]string
+// chainKey names one chain: filter and nat both have a KUBE-SERVICES.
+type chainKey struct{ table, chain string }
+
+// written is what the proxy last wrote: every chain of its own, fixed and
+// per-service, with its rules. A partial sync leaves out every chain whose
+// rules are the same (declaring a chain in iptables-restore flushes it), so
+// an endpoint change writes a few rules whatever the number of Services.
+type written map[chainKey]string
 
 // restoreText is one iptables-restore input and what it changes.
 type restoreText struct {
-	data    []byte
-	next    written  // the per-service chains after a successful restore
-	changed int      // per-service chains written
-	deleted []string // per-service chains removed (-X)
+	data    []byte   // empty when nothing is to be written
+	next    written  // the chains after a successful restore
+	changed int      // chains written
+	deleted []string // per-service nat chains removed (-X)
 	rules   int      // rules in the input
 }
 
-// cacheHintChains is the number of per-service chains in one input above
-// which render starts the nat table with a read-only "-S". iptables-nft
-// (1.8.9) with --noflush collects the name of every chain a command
-// touches into a list it deduplicates linearly, which makes large inputs
-// quadratic: 10,000 services took 94 s to restore. A command that names no
-// chain makes it fetch the whole table instead, and the same input takes
-// under 2 s. "-S" is such a command and changes nothing; its cost is
-// listing the table as it was, so small inputs go without it.
+// cacheHintChains is the number of chains in one nat input above which
+// render starts the table with a read-only "-S". iptables-nft (1.8.9) with
+// --noflush collects the name of every chain a command touches into a list
+// it deduplicates linearly, which makes large inputs quadratic: 10,000
+// services took 94 s to restore. A command that names no chain makes it
+// fetch the whole table instead, and the same input takes under 2 s. "-S"
+// is such a command and changes nothing; its cost is listing the table as
+// it was, so small inputs go without it.
 const cacheHintChains = 500
 
 // render makes the iptables-restore input (for --noflush) that moves the
 // proxy's chains from prev to rs. With full set, every chain is written and
 // existing (the nat chains iptables-save shows now) is searched for stale
-// per-service chains too; otherwise only the per-service chains that
-// differ from prev are written. The fixed chains are always written.
+// per-service chains too; otherwise only the chains that differ from prev
+// are written, and a table with nothing to write is left out.
 func render(rs *Ruleset, prev written, full bool, existing []string) restoreText {
 	var buf bytes.Buffer
 	size := 4096
@@ -43,66 +47,68 @@ func render(rs *Ruleset, prev written, full bool, existing []string) restoreText
 		}
 	}
 	buf.Grow(size)
-	out := restoreText{next: make(written, len(rs.NAT))}
-	table := func(name string, chains []Chain, partial bool) {
-		buf.WriteString("*" + name + "\n")
-		mark := buf.Len()
+	out := restoreText{next: make(written, len(rs.Filter)+len(rs.NAT))}
+	table := func(name string, chains []Chain) {
+		var decl bytes.Buffer
 		var body []string
 		for _, c := range chains {
-			if isServiceChain(c.Name) {
-				out.next[c.Name] = c.Rules
-				if old, ok := prev[c.Name]; partial && ok && old == c.Rules {
-					continue
-				}
-				out.changed++
+			key := chainKey{name, c.Name}
+			out.next[key] = c.Rules
+			if old, ok := prev[key]; !full && ok && old == c.Rules {
+				continue
 			}
-			buf.WriteString(":" + c.Name + " - [0:0]\n")
+			decl.WriteString(":" + c.Name + " - [0:0]\n")
 			body = append(body, c.Rules)
 		}
+		var deleted []string
 		if name == "nat" {
-			out.deleted = staleChains(out.next, prev, existing)
-			for _, d := range out.deleted {
-				buf.WriteString(":" + d + " - [0:0]\n")
+			deleted = staleChains(out.next, prev, existing)
+			out.deleted = deleted
+			for _, d := range deleted {
+				decl.WriteString(":" + d + " - [0:0]\n")
 			}
 		}
-		if name == "nat" && (full || out.changed+len(out.deleted) > cacheHintChains) {
+		if !full && len(body)+len(deleted) == 0 {
+			return
+		}
+		out.changed += len(body)
+		buf.WriteString("*" + name + "\n")
+		if name == "nat" && (full || len(body)+len(deleted) > cacheHintChains) {
 			// See cacheHintChains. The listing goes to iptables-restore's
 			// stdout, which the driver discards.
-			tail := append([]byte(nil), buf.Bytes()[mark:]...)
-			buf.Truncate(mark)
 			buf.WriteString("-S\n")
-			buf.Write(tail)
 		}
+		buf.Write(decl.Bytes())
 		for _, r := range body {
 			buf.WriteString(r)
 		}
-		if name == "nat" {
-			for _, d := range out.deleted {
-				buf.WriteString("-X " + d + "\n")
-			}
+		for _, d := range deleted {
+			buf.WriteString("-X " + d + "\n")
 		}
 		buf.WriteString("COMMIT\n")
 	}
-	table("filter", rs.Filter, false)
-	table("nat", rs.NAT, !full)
+	table("filter", rs.Filter)
+	table("nat", rs.NAT)
 	out.data = buf.Bytes()
 	out.rules = bytes.Count(out.data, []byte("\n-A "))
 	return out
 }
 
-// staleChains lists, sorted, the per-service chains that were written
+// staleChains lists, sorted, the per-service nat chains that were written
 // (prev) or exist (existing) but are no longer wanted (next).
 func staleChains(next, prev written, existing []string) []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(n string) {
-		if _, want := next[n]; !want && isServiceChain(n) && !seen[n] {
+		if _, want := next[chainKey{"nat", n}]; !want && isServiceChain(n) && !seen[n] {
 			seen[n] = true
 			out = append(out, n)
 		}
 	}
-	for n := range prev {
-		add(n)
+	for k := range prev {
+		if k.table == "nat" {
+			add(k.chain)
+		}
 	}
 	for _, n := range existing {
 		add(n)

@@ -6,8 +6,8 @@ import (
 )
 
 // syncer turns one Input into rules in the kernel. It keeps what it last
-// wrote, so that a partial sync writes only the per-service chains that
-// changed. It is not safe for concurrent use.
+// wrote, so that a partial sync writes only the chains that changed. It is
+// not safe for concurrent use.
 type syncer struct {
 	w              ruleWriter
 	ct             conntrackCleaner // nil: no conntrack cleanup
@@ -18,8 +18,9 @@ type syncer struct {
 	needFull bool
 	lastFull time.Time
 	// jumpsDue asks the next sync to check the jump rules even when it is
-	// partial: a firewall reload that flushed the built-in chains leaves
-	// the proxy's own chains, so nothing else would notice.
+	// partial. A missing jump means something flushed the tables (a
+	// firewall reload), and maybe the proxy's own chains with them, which
+	// a partial sync would not notice: the sync becomes a full one.
 	jumpsDue bool
 }
 
@@ -29,26 +30,29 @@ type syncResult struct {
 	ServicePorts     int
 	Endpoints        int
 	Rules            int // rules in the iptables-restore input
-	ChainsWritten    int // per-service chains written
+	ChainsWritten    int // chains written, fixed and per-service
 	ChainsDeleted    int
 	ConntrackDeleted uint
 }
 
 // sync writes the rules for in. A full sync happens on the first call,
-// after any error, and when the full-sync period has passed since the
-// last one; it (re)inserts the jump rules, rewrites every chain and
-// deletes stale per-service chains found by iptables-save.
+// after any error, when a jump rule had to be put back, and when the
+// full-sync period has passed since the last one; it (re)inserts the jump
+// rules, rewrites every chain and deletes stale per-service chains found by
+// iptables-save. A partial sync with nothing to change runs no command.
 func (s *syncer) sync(now time.Time, in Input) (syncResult, error) {
 	full := s.prev == nil || s.needFull || now.Sub(s.lastFull) >= s.fullSyncPeriod
 	s.needFull = true // until this sync succeeds
-	res := syncResult{Full: full}
 	var existing []string
 	if full || s.jumpsDue {
-		if err := s.w.EnsureJumps(); err != nil {
-			return res, err
+		repaired, err := s.w.EnsureJumps()
+		if err != nil {
+			return syncResult{Full: full}, err
 		}
+		full = full || repaired
 		s.jumpsDue = false
 	}
+	res := syncResult{Full: full}
 	if full {
 		var err error
 		if existing, err = s.w.Chains("nat"); err != nil {
@@ -59,8 +63,10 @@ func (s *syncer) sync(now time.Time, in Input) (syncResult, error) {
 	rt := render(rs, s.prev, full, existing)
 	res.ServicePorts, res.Endpoints, res.Rules = rs.ServicePorts, rs.Endpoints, rt.rules
 	res.ChainsWritten, res.ChainsDeleted = rt.changed, len(rt.deleted)
-	if err := s.w.Restore(rt.data); err != nil {
-		return res, err
+	if len(rt.data) > 0 {
+		if err := s.w.Restore(rt.data); err != nil {
+			return res, err
+		}
 	}
 	s.prev, s.needFull = rt.next, false
 	if full {

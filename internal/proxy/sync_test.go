@@ -18,9 +18,17 @@ type fakeWriter struct {
 	existing  []string
 	failNext  error
 	restoreCh chan string // when set, every restore is sent here
+	lostJumps bool        // the next EnsureJumps finds a jump missing
 }
 
-func (f *fakeWriter) EnsureJumps() error { f.mu.Lock(); defer f.mu.Unlock(); f.jumps++; return nil }
+func (f *fakeWriter) EnsureJumps() (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.jumps++
+	lost := f.lostJumps
+	f.lostJumps = false
+	return lost, nil
+}
 
 func (f *fakeWriter) Restore(data []byte) error {
 	f.mu.Lock()
@@ -67,8 +75,8 @@ func TestSyncerFullAndPartial(t *testing.T) {
 	}
 
 	res, err = s.sync(t0.Add(time.Minute), in)
-	if err != nil || res.Full || res.ChainsWritten != 0 || w.jumps != 1 {
-		t.Errorf("unchanged sync: %+v, %v, jumps %d; want partial, nothing written", res, err, w.jumps)
+	if err != nil || res.Full || res.ChainsWritten != 0 || w.jumps != 1 || len(w.restores) != 1 {
+		t.Errorf("unchanged sync: %+v, %v, jumps %d, restores %d; want partial, no restore", res, err, w.jumps, len(w.restores))
 	}
 	if len(ct.filters) != 1 {
 		t.Errorf("unchanged sync cleaned conntrack")
@@ -77,6 +85,11 @@ func TestSyncerFullAndPartial(t *testing.T) {
 	s.jumpsDue = true // as on a SyncPeriod tick
 	if res, err := s.sync(t0.Add(90*time.Second), in); err != nil || res.Full || w.jumps != 2 {
 		t.Errorf("periodic sync: %+v, %v, jumps %d; want partial with the jumps checked", res, err, w.jumps)
+	}
+
+	s.jumpsDue, w.lostJumps = true, true // a firewall reload flushed the tables
+	if res, err := s.sync(t0.Add(100*time.Second), in); err != nil || !res.Full || len(w.restores) != 2 {
+		t.Errorf("sync after a jump was put back: %+v, %v, restores %d; want a full one", res, err, len(w.restores))
 	}
 
 	changed := loadInput(t, "protocols")
@@ -90,11 +103,11 @@ func TestSyncerFullAndPartial(t *testing.T) {
 	}
 
 	w.failNext = errors.New("boom")
-	if _, err := s.sync(t0.Add(3*time.Minute), changed); err == nil {
+	if _, err := s.sync(t0.Add(3*time.Minute), in); err == nil {
 		t.Fatal("restore error not returned")
 	}
 	res, err = s.sync(t0.Add(4*time.Minute), changed)
-	if err != nil || !res.Full || w.jumps != 3 {
+	if err != nil || !res.Full || w.jumps != 4 {
 		t.Errorf("sync after an error: %+v, %v, jumps %d; want full", res, err, w.jumps)
 	}
 
