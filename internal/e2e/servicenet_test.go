@@ -263,6 +263,10 @@ func (c *netCluster) checkExternal(t *testing.T) {
 		if answer := c.httpGet(t, fmt.Sprintf("http://%s:%d/cgi-bin/who", c.ip[n], port)); !strings.HasPrefix(answer, "web-") {
 			t.Errorf("NodePort on %s answered %q", n, answer)
 		}
+		// On the node itself, the NodePort answers on 127.0.0.1 too.
+		if answer := c.inNode(t, n, "timeout", "10", "busybox", "wget", "-qO-", fmt.Sprintf("http://127.0.0.1:%d/cgi-bin/who", port)); !strings.HasPrefix(answer, "web-") {
+			t.Errorf("NodePort on 127.0.0.1 of %s answered %q", n, answer)
+		}
 	}
 	var ingress []string
 	eventually(t, 30*time.Second, func() string {

@@ -9,8 +9,9 @@ import (
 
 // Cleanup removes every rule and chain the proxy writes: the jump rules
 // from the built-in chains, then the KUBE-* chains of the nat and filter
-// tables that the proxy owns. Chains and rules of other programs (the
-// kubelet's KUBE-FIREWALL, a CNI plugin's, an operator's) stay. It is for
+// tables that the proxy owns, KUBE-FIREWALL included (orch's agent is the
+// node's kubelet). Chains and rules of other programs (a CNI plugin's, an
+// operator's) stay. It is for
 // `orch agent` uninstall and for switching the proxy off; it must not run
 // while a Proxier runs.
 func Cleanup(log *slog.Logger) error {

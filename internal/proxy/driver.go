@@ -29,11 +29,15 @@ type ruleWriter interface {
 type jump struct {
 	table, from, to string
 	args            []string // match, before the comment
-	comment         string
+	comment         string   // none when empty
 }
 
 func (j jump) spec() []string {
-	return append(append(append([]string{}, j.args...), "-m", "comment", "--comment", j.comment), "-j", j.to)
+	spec := append([]string{}, j.args...)
+	if j.comment != "" {
+		spec = append(spec, "-m", "comment", "--comment", j.comment)
+	}
+	return append(spec, "-j", j.to)
 }
 
 var ctNew = []string{"-m", "conntrack", "--ctstate", "NEW"}
@@ -53,6 +57,8 @@ var jumps = []jump{
 	{"nat", "OUTPUT", chainServices, nil, "kubernetes service portals"},
 	{"nat", "PREROUTING", chainServices, nil, "kubernetes service portals"},
 	{"nat", "POSTROUTING", chainPostrouting, nil, "kubernetes postrouting rules"},
+	{"filter", "INPUT", chainFirewall, nil, ""}, // as the kubelet writes them
+	{"filter", "OUTPUT", chainFirewall, nil, ""},
 }
 
 // iptablesDriver is the real ruleWriter: go-iptables for the jump rules,

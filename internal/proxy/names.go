@@ -16,6 +16,9 @@ const (
 	chainMarkMasq         = "KUBE-MARK-MASQ"
 	chainForward          = "KUBE-FORWARD"
 	chainProxyFirewall    = "KUBE-PROXY-FIREWALL"
+	// chainFirewall is the kubelet's chain in upstream; here the proxy
+	// writes it, for the rule that goes with NodePorts on 127.0.0.1.
+	chainFirewall = "KUBE-FIREWALL"
 
 	prefixSVC = "KUBE-SVC-"
 	prefixSVL = "KUBE-SVL-"
@@ -27,11 +30,13 @@ const (
 	masqMark = "0x4000"
 )
 
-// natFixedChains are rewritten on every sync, in this order.
+// natFixedChains are written on full syncs and when they change, in this
+// order.
 var natFixedChains = []string{chainServices, chainNodePorts, chainPostrouting, chainMarkMasq}
 
-// filterFixedChains are rewritten on every sync, in this order.
-var filterFixedChains = []string{chainServices, chainExternalServices, chainForward, chainNodePorts, chainProxyFirewall}
+// filterFixedChains are written on full syncs and when they change, in
+// this order.
+var filterFixedChains = []string{chainServices, chainExternalServices, chainForward, chainNodePorts, chainProxyFirewall, chainFirewall}
 
 // isServiceChain reports whether name is a per-service chain of ours
 // (KUBE-SVC-, KUBE-SVL-, KUBE-EXT-, KUBE-FW-, KUBE-SEP-).

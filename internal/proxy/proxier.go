@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,6 +102,28 @@ func newProxier(cfg Config, client kubernetes.Interface, log *slog.Logger, w rul
 	}, nil
 }
 
+// routeLocalnet is the sysctl that lets DNAT send packets addressed to
+// 127.0.0.1 elsewhere; without it NodePorts do not answer on 127.0.0.1.
+const routeLocalnet = "/proc/sys/net/ipv4/conf/all/route_localnet"
+
+// allowLocalhostNodePorts sets net.ipv4.conf.all.route_localnet to 1, as
+// kube-proxy does by default; KUBE-FIREWALL drops what other hosts would
+// send to 127.0.0.0/8 through it.
+func allowLocalhostNodePorts(log *slog.Logger) error {
+	cur, err := os.ReadFile(routeLocalnet)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(string(cur)) == "1" {
+		return nil
+	}
+	if err := os.WriteFile(routeLocalnet, []byte("1\n"), 0o644); err != nil {
+		return fmt.Errorf("set sysctl net.ipv4.conf.all.route_localnet=1: %w", err)
+	}
+	log.Info("set sysctl", "name", "net.ipv4.conf.all.route_localnet", "value", 1, "was", strings.TrimSpace(string(cur)))
+	return nil
+}
+
 // Ready is closed after the first successful full sync.
 func (p *Proxier) Ready() <-chan struct{} { return p.ready }
 
@@ -114,6 +138,9 @@ func (p *Proxier) changed() {
 // Start watches Services and EndpointSlices and keeps the rules in step
 // until ctx ends. A failed sync is retried with backoff, as a full sync.
 func (p *Proxier) Start(ctx context.Context) error {
+	if err := allowLocalhostNodePorts(p.log); err != nil {
+		p.log.Warn("NodePorts will not answer on 127.0.0.1", "err", err)
+	}
 	// As kube-proxy: leave objects handed to another proxy, and the slices
 	// of headless services, out of the caches altogether.
 	f := informers.NewSharedInformerFactoryWithOptions(p.client, 0,

@@ -133,7 +133,7 @@ func TestCleanupText(t *testing.T) {
 		{"nat", []string{"PREROUTING", "KUBE-SERVICES", "KUBE-SVC-X", "KUBE-MARK-DROP", "CNI-HOSTPORT-DNAT"},
 			"*nat\n:KUBE-SERVICES - [0:0]\n:KUBE-SVC-X - [0:0]\n-X KUBE-SERVICES\n-X KUBE-SVC-X\nCOMMIT\n", 2},
 		{"filter", []string{"INPUT", "KUBE-FORWARD", "KUBE-FIREWALL", "KUBE-PROXY-FIREWALL"},
-			"*filter\n:KUBE-FORWARD - [0:0]\n:KUBE-PROXY-FIREWALL - [0:0]\n-X KUBE-FORWARD\n-X KUBE-PROXY-FIREWALL\nCOMMIT\n", 2},
+			"*filter\n:KUBE-FORWARD - [0:0]\n:KUBE-FIREWALL - [0:0]\n:KUBE-PROXY-FIREWALL - [0:0]\n-X KUBE-FORWARD\n-X KUBE-FIREWALL\n-X KUBE-PROXY-FIREWALL\nCOMMIT\n", 3},
 		{"filter", []string{"INPUT", "FORWARD"}, "*filter\nCOMMIT\n", 0},
 	} {
 		got, n := cleanupText(tc.table, tc.chains)

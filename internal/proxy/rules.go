@@ -317,6 +317,11 @@ func (b *builder) finish() {
 	rule(fwd, "-A", chainForward, "-m", "conntrack", "--ctstate", "INVALID", "-j", "DROP")
 	rule(fwd, "-A", chainForward, "-m", "comment", "--comment", quote("kubernetes forwarding rules"), "-m", "mark", "--mark", masqMark+"/"+masqMark, "-j", "ACCEPT")
 	rule(fwd, "-A", chainForward, "-m", "comment", "--comment", quote("kubernetes forwarding conntrack rule"), "-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED", "-j", "ACCEPT")
+	// NodePorts answer on 127.0.0.1 (route_localnet=1, set by the Proxier),
+	// which would also let other hosts reach the node's loopback services:
+	// this rule, upstream's, drops what comes from outside to 127.0.0.0/8.
+	rule(b.fixedChain("filter", chainFirewall), "-A", chainFirewall, "-m", "comment", "--comment", quote("block incoming localnet connections"),
+		"-d", "127.0.0.0/8", "!", "-s", "127.0.0.0/8", "-m", "conntrack", "!", "--ctstate", "RELATED,ESTABLISHED,DNAT", "-j", "DROP")
 
 	fixed := func(table string, names []string) []Chain {
 		out := make([]Chain, 0, len(names))

@@ -55,7 +55,8 @@ func TestOwnedChains(t *testing.T) {
 		{"nat", "KUBE-FORWARD", false},
 		{"filter", "KUBE-FORWARD", true},
 		{"filter", "KUBE-PROXY-FIREWALL", true},
-		{"filter", "KUBE-FIREWALL", false}, // kubelet's
+		{"filter", "KUBE-FIREWALL", true},
+		{"filter", "KUBE-KUBELET-CANARY", false},
 		{"filter", "KUBE-SVC-XPGD46QRK7WJZT7O", false},
 		{"filter", "CNI-FORWARD", false},
 	} {

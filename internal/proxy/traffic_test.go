@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -127,10 +128,13 @@ func TestTrafficThroughService(t *testing.T) {
 	if out, err := wget("http://10.43.0.10/"); err == nil {
 		t.Fatalf("the cluster IP answered before any rule: %s", out)
 	}
+	if err := allowLocalhostNodePorts(slog.Default()); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := newRealSyncer(t).sync(time.Now(), trafficInput()); err != nil {
 		t.Fatal(err)
 	}
-	for _, url := range []string{"http://10.43.0.10/", "http://" + testNodeIP.String() + ":30080/"} {
+	for _, url := range []string{"http://10.43.0.10/", "http://" + testNodeIP.String() + ":30080/", "http://127.0.0.1:30080/"} {
 		if out, err := wget(url); err != nil || out != "hello from the endpoint\n" {
 			t.Errorf("GET %s: %v %q", url, err, out)
 		}
