@@ -10,6 +10,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/metadata"
 )
 
 // Etcd stores values in etcd through a clientv3 client.
@@ -133,7 +134,7 @@ func (e *Etcd) Watch(ctx context.Context, prefix string, fromRevision int64) <-c
 	out := make(chan Event, 100)
 	go func() {
 		defer close(out)
-		ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+		ctx, cancel := context.WithCancel(watchStream(ctx, prefix))
 		defer cancel()
 		wch := e.client.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(fromRevision+1), clientv3.WithPrevKV())
 		for {
@@ -180,10 +181,21 @@ func (e *Etcd) CurrentRevision(ctx context.Context) (int64, error) {
 }
 
 // RequestProgress implements Interface.
-func (e *Etcd) RequestProgress(ctx context.Context) error {
-	// Watches share the stream of their context's metadata; Watch adds
-	// "require leader", so the request must too.
-	return e.client.RequestProgress(clientv3.WithRequireLeader(ctx))
+func (e *Etcd) RequestProgress(ctx context.Context, prefix string) error {
+	return e.client.RequestProgress(watchStream(ctx, prefix))
+}
+
+// watchStream gives the watches of one prefix a gRPC stream of their own
+// (clientv3 shares a stream between watches whose contexts carry the same
+// metadata) and asks etcd to end them when it loses its leader. A stream of
+// its own matters for progress: etcd answers a progress request only when
+// every watch on the stream has caught up and has started, and a watch
+// opened at the current revision starts at the next one. On a shared
+// stream, that one watch would hold back every other prefix's progress
+// until something somewhere is written; a reader waiting for a quiet
+// prefix's cache to reach a revision would wait as long.
+func watchStream(ctx context.Context, prefix string) context.Context {
+	return clientv3.WithRequireLeader(metadata.AppendToOutgoingContext(ctx, "orch-watch-prefix", prefix))
 }
 
 // Compact discards history older than revision.

@@ -182,3 +182,30 @@ func TestCacheConsistentListOnQuietPrefix(t *testing.T) {
 		t.Fatalf("consistent list = %d objects at %d, %v; want 1 object at >= %d", len(objs), rev, err, current)
 	}
 }
+
+// A watch opened at the store's current revision on another prefix (as a
+// cache does right after its list, or a client resuming at "now") must
+// not hold back the progress a quiet prefix's cache waits for: etcd drops
+// progress requests on a stream with a watch that has not started yet.
+func TestCacheProgressNotHeldBackByAnotherPrefix(t *testing.T) {
+	s := storage.NewEtcd(startEtcd(t).Client)
+	ctx := context.Background()
+	c, cctx := newCache(t, s, 10)
+	if _, _, err := c.List(cctx, 0, "/cache/"); err != nil { // the cache is filled
+		t.Fatal(err)
+	}
+	if _, err := s.Create(ctx, "/elsewhere/a", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	current, err := s.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.Watch(wctx, "/other/", current) // starts at current+1; nothing is written after
+	time.Sleep(200 * time.Millisecond) // let etcd register it
+	if _, rev, err := c.List(cctx, current, "/cache/"); err != nil || rev < current {
+		t.Fatalf("consistent list of the quiet prefix: at %d, %v; want at >= %d", rev, err, current)
+	}
+}
