@@ -203,7 +203,7 @@ func TestCacheProgressNotHeldBackByAnotherPrefix(t *testing.T) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s.Watch(wctx, "/other/", current) // starts at current+1; nothing is written after
+	s.Watch(wctx, "/other/", current)  // starts at current+1; nothing is written after
 	time.Sleep(200 * time.Millisecond) // let etcd register it
 	if _, rev, err := c.List(cctx, current, "/cache/"); err != nil || rev < current {
 		t.Fatalf("consistent list of the quiet prefix: at %d, %v; want at >= %d", rev, err, current)
