@@ -202,7 +202,7 @@ func (c *Cache) requestProgress(ctx context.Context, stop <-chan struct{}) {
 	ticker := time.NewTicker(50 * time.Millisecond)
 	defer ticker.Stop()
 	for {
-		if err := c.store.RequestProgress(ctx, c.prefix); err != nil && ctx.Err() == nil {
+		if err := c.store.RequestProgress(ctx); err != nil && ctx.Err() == nil {
 			c.log.Warn("cannot request watch progress", "err", err)
 		}
 		select {

@@ -10,7 +10,6 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc/metadata"
 )
 
 // Etcd stores values in etcd through a clientv3 client.
@@ -129,14 +128,21 @@ func (e *Etcd) List(ctx context.Context, prefix string, opts ListOptions) (ListR
 	return out, nil
 }
 
-// Watch implements Interface.
+// Watch implements Interface. The etcd watch starts at fromRevision itself
+// and the events of that revision, which the caller has already seen, are
+// dropped: etcd answers a progress request only when every watch on the
+// stream has started, and a watch asked to start at the next revision
+// (fromRevision+1) has not until something is written. All watches share
+// one stream, so a single one opened at the current revision would stall
+// the progress every quiet cache waits for.
 func (e *Etcd) Watch(ctx context.Context, prefix string, fromRevision int64) <-chan Event {
 	out := make(chan Event, 100)
 	go func() {
 		defer close(out)
-		ctx, cancel := context.WithCancel(watchStream(ctx, prefix))
+		ctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 		defer cancel()
-		wch := e.client.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(fromRevision+1), clientv3.WithPrevKV())
+		start := max(fromRevision, 1)
+		wch := e.client.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(start), clientv3.WithPrevKV())
 		for {
 			var resp clientv3.WatchResponse
 			var ok bool
@@ -147,6 +153,13 @@ func (e *Etcd) Watch(ctx context.Context, prefix string, fromRevision int64) <-c
 			}
 			if !ok {
 				break
+			}
+			if resp.CompactRevision == fromRevision+1 && start == fromRevision {
+				// Compacted up to the first revision the caller needs:
+				// that one is still there, so start at it after all.
+				start = fromRevision + 1
+				wch = e.client.Watch(ctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(start), clientv3.WithPrevKV())
+				continue
 			}
 			if err := resp.Err(); err != nil {
 				send(ctx, out, Event{Type: Error, Err: fmt.Errorf("etcd watch %q: %w", prefix, mapEtcdError(err))})
@@ -159,6 +172,9 @@ func (e *Etcd) Watch(ctx context.Context, prefix string, fromRevision int64) <-c
 				continue
 			}
 			for _, ev := range resp.Events {
+				if ev.Kv.ModRevision <= fromRevision {
+					continue
+				}
 				if !send(ctx, out, toEvent(ev)) {
 					return
 				}
@@ -181,21 +197,10 @@ func (e *Etcd) CurrentRevision(ctx context.Context) (int64, error) {
 }
 
 // RequestProgress implements Interface.
-func (e *Etcd) RequestProgress(ctx context.Context, prefix string) error {
-	return e.client.RequestProgress(watchStream(ctx, prefix))
-}
-
-// watchStream gives the watches of one prefix a gRPC stream of their own
-// (clientv3 shares a stream between watches whose contexts carry the same
-// metadata) and asks etcd to end them when it loses its leader. A stream of
-// its own matters for progress: etcd answers a progress request only when
-// every watch on the stream has caught up and has started, and a watch
-// opened at the current revision starts at the next one. On a shared
-// stream, that one watch would hold back every other prefix's progress
-// until something somewhere is written; a reader waiting for a quiet
-// prefix's cache to reach a revision would wait as long.
-func watchStream(ctx context.Context, prefix string) context.Context {
-	return clientv3.WithRequireLeader(metadata.AppendToOutgoingContext(ctx, "orch-watch-prefix", prefix))
+func (e *Etcd) RequestProgress(ctx context.Context) error {
+	// Watches share the stream of their context's metadata; Watch adds
+	// "require leader", so the request must too.
+	return e.client.RequestProgress(clientv3.WithRequireLeader(ctx))
 }
 
 // Compact discards history older than revision.

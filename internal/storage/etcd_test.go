@@ -56,6 +56,16 @@ func TestEtcdCompactedWatchAndList(t *testing.T) {
 	if ev.Type != storage.Error || !errors.Is(ev.Err, storage.ErrCompacted) {
 		t.Fatalf("watch from a compacted revision: %+v, want an ErrCompacted error event", ev)
 	}
+	// Compacted up to rev2: a watch after rev2-1 needs only rev2 onwards.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w := s.Watch(wctx, "/c/", rev2-1)
+	if _, err := s.Update(ctx, "/c/a", []byte("3"), rev2); err != nil {
+		t.Fatal(err)
+	}
+	if ev := <-w; ev.Type != storage.Modified || ev.KV.Revision != rev2 {
+		t.Fatalf("watch after the revision just before the compaction: %+v, want the change at %d", ev, rev2)
+	}
 }
 
 func decodeString(kv storage.KeyValue) (any, error) { return string(kv.Value), nil }

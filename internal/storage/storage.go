@@ -99,7 +99,7 @@ type Interface interface {
 	Watch(ctx context.Context, prefix string, fromRevision int64) <-chan Event
 	// CurrentRevision returns the store's latest revision.
 	CurrentRevision(ctx context.Context) (int64, error)
-	// RequestProgress asks the open watches of prefix for a Progress event,
-	// so watchers of a quiet prefix learn the store's current revision.
-	RequestProgress(ctx context.Context, prefix string) error
+	// RequestProgress asks every open watch for a Progress event, so
+	// watchers of quiet prefixes learn the store's current revision.
+	RequestProgress(ctx context.Context) error
 }
