@@ -300,10 +300,22 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 	if wr.dryRun {
 		return managed, nil
 	}
-	if accessor.GetDeletionTimestamp() != nil && !hasFinalizers(managed) {
+	if deleteOnUpdate(oldAccessor, managed) {
 		return rs.remove(ctx, accessor.GetNamespace(), accessor.GetName(), revisionOf(old))
 	}
 	return rs.update(ctx, managed, revisionOf(old))
+}
+
+// deleteOnUpdate is upstream's rule for an update that removes the last
+// finalizer of an object being deleted: it is removed then, unless it still
+// has a grace period to run (a pod whose kubelet has not yet confirmed that
+// its containers stopped keeps terminating).
+func deleteOnUpdate(old metav1.Object, updated runtime.Object) bool {
+	if old.GetDeletionTimestamp() == nil || hasFinalizers(updated) {
+		return false
+	}
+	grace := old.GetDeletionGracePeriodSeconds()
+	return grace == nil || *grace == 0
 }
 
 // keepSubresourceMeta keeps the metadata a write through a subresource may

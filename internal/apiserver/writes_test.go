@@ -125,6 +125,42 @@ func TestFinalizersHoldDeletion(t *testing.T) {
 	}
 }
 
+// A pod being deleted gracefully stays, terminating, when its last
+// finalizer goes: only a delete with grace period 0 (its kubelet's, once
+// the containers stopped) removes it, as upstream.
+func TestFinalizerRemovalKeepsTerminatingPod(t *testing.T) {
+	ctx := testContext(t)
+	_, client := newClient(t, "term")
+	pods := client.CoreV1().Pods("term")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Finalizers: []string{"example.com/hold"}},
+		Spec:       corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Image: "busybox:1"}}},
+	}
+	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pods.Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := pods.Get(ctx, "p", metav1.GetOptions{})
+	if err != nil || held.DeletionTimestamp == nil || ptr.Deref(held.DeletionGracePeriodSeconds, 0) != 30 {
+		t.Fatalf("after a graceful delete: %v, %v; want the pod terminating with 30 s", held, err)
+	}
+	held.Finalizers = nil
+	if _, err := pods.Update(ctx, held, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := pods.Get(ctx, "p", metav1.GetOptions{}); err != nil || got.DeletionTimestamp == nil {
+		t.Fatalf("after its last finalizer went: %v, %v; want the pod still terminating", got, err)
+	}
+	if err := pods.Delete(ctx, "p", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pods.Get(ctx, "p", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("after the kubelet's delete with grace period 0: %v, want NotFound", err)
+	}
+}
+
 func TestDryRunStoresNothing(t *testing.T) {
 	ctx := testContext(t)
 	_, client := newClient(t, "dry")
