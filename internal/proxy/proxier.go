@@ -38,8 +38,8 @@ type Config struct {
 	// MinSyncPeriod is the least time between two syncs; changes within it
 	// are batched. The first change after a quiet time syncs at once.
 	MinSyncPeriod time.Duration
-	// SyncPeriod is how often rules are written even without a change
-	// (repairing the fixed chains and the jump rules); default 30s as
+	// SyncPeriod is how often the jump rules are checked even without a
+	// change (a missing one makes that sync a full one); default 30s as
 	// upstream.
 	SyncPeriod time.Duration
 	// FullSyncPeriod is how often every chain is rewritten and stale chains
