@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"orch/internal/worker"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
@@ -179,24 +181,14 @@ func (r *Router) Start(ctx context.Context) error {
 		return nil // ctx ended
 	}
 	queue.Add(key) // even with no Node yet: host settings and iptables
-	go func() {
-		<-ctx.Done()
-		queue.ShutDown()
-	}()
-	for {
-		k, shutdown := queue.Get()
-		if shutdown {
-			return nil
+	// On this goroutine: the caller may have locked it into a network
+	// namespace.
+	return worker.Run(ctx, queue, func(context.Context, string) (worker.Result, error) {
+		if err := r.sync(lister); err != nil {
+			return worker.Result{}, fmt.Errorf("syncing the routes between nodes: %w", err)
 		}
-		if err := r.sync(lister); err != nil && ctx.Err() == nil {
-			r.log.Error("syncing the routes between nodes failed; retrying", "err", err, "failures", queue.NumRequeues(k)+1)
-			queue.AddRateLimited(k)
-		} else {
-			queue.Forget(k)
-			queue.AddAfter(k, r.cfg.Resync)
-		}
-		queue.Done(k)
-	}
+		return worker.Result{After: r.cfg.Resync}, nil
+	}, worker.Options{OnCaller: true, Log: r.log})
 }
 
 // sync makes the host match the Nodes in the lister.

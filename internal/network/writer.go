@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"orch/internal/worker"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -134,23 +136,12 @@ func (w *CNIConfigWriter) Start(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), nodes.Informer().HasSynced) {
 		return nil // ctx ended
 	}
-	go func() {
-		<-ctx.Done()
-		queue.ShutDown()
-	}()
-	for {
-		key, shutdown := queue.Get()
-		if shutdown {
-			return nil
+	return worker.Run(ctx, queue, func(ctx context.Context, _ string) (worker.Result, error) {
+		if err := w.sync(ctx, lister); err != nil {
+			return worker.Result{}, fmt.Errorf("writing the pod network's CNI config: %w", err)
 		}
-		if err := w.sync(ctx, lister); err != nil && ctx.Err() == nil {
-			w.log.Error("writing the pod network's CNI config failed; retrying", "err", err, "failures", queue.NumRequeues(key)+1)
-			queue.AddRateLimited(key)
-		} else {
-			queue.Forget(key)
-		}
-		queue.Done(key)
-	}
+		return worker.Result{}, nil
+	}, worker.Options{Log: w.log})
 }
 
 // sync makes the conflist and the runtime match the Node's podCIDR.

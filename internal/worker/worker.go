@@ -6,6 +6,8 @@
 //
 //   - nil error, zero Result: the key is done (its failure count is forgotten);
 //   - nil error, Result{After: d}: done, and looked at again in d;
+//   - nil error, Result{Requeue: true}: not done yet, though nothing failed;
+//     looked at again after the queue's back-off, with nothing logged;
 //   - an error: retried with the queue's back-off (client-go's default
 //     controller rate limiter is upstream's 5 ms doubling to 1000 s), until
 //     Options.MaxRetries failures in a row, when it is logged and dropped
@@ -34,6 +36,9 @@ import (
 type Result struct {
 	// After, when positive, brings the key back after this long.
 	After time.Duration
+	// Requeue brings the key back after the queue's back-off, as a failure
+	// would, but quietly: for "not yet" (an owner not seen yet, say).
+	Requeue bool
 }
 
 // Reconciler makes the world match what key names.
@@ -56,6 +61,10 @@ type Options struct {
 	MaxRetries int
 	// Log receives the failures, scoped by the caller.
 	Log *slog.Logger
+	// OnCaller reconciles on the goroutine that called Run, one key at a
+	// time (Workers is ignored): for a caller whose OS thread is locked
+	// into a network namespace, which other goroutines do not share.
+	OnCaller bool
 }
 
 // terminal marks an error that retrying cannot cure.
@@ -93,6 +102,20 @@ func Run[K comparable](ctx context.Context, queue workqueue.TypedRateLimitingInt
 	if !cache.WaitForCacheSync(ctx.Done(), o.Synced...) {
 		return nil // ctx ended first
 	}
+	if o.OnCaller {
+		stopped := make(chan struct{})
+		defer close(stopped)
+		go func() {
+			select {
+			case <-ctx.Done():
+				queue.ShutDown()
+			case <-stopped:
+			}
+		}()
+		for next(ctx, queue, reconcile, o.MaxRetries, log) {
+		}
+		return nil
+	}
 	for range max(o.Workers, 1) {
 		wg.Add(1)
 		go func() {
@@ -114,6 +137,8 @@ func next[K comparable](ctx context.Context, queue workqueue.TypedRateLimitingIn
 	defer queue.Done(key)
 	res, err := safely(ctx, key, reconcile)
 	switch {
+	case err == nil && res.Requeue:
+		queue.AddRateLimited(key)
 	case err == nil:
 		queue.Forget(key)
 		if res.After > 0 {

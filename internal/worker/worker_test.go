@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -82,9 +83,9 @@ func TestRetriesFailuresAndPanics(t *testing.T) {
 	}
 }
 
-// TestResultAfterBringsTheKeyBack: Result.After requeues the key, with its
-// failure count forgotten.
-func TestResultAfterBringsTheKeyBack(t *testing.T) {
+// TestResultsBringTheKeyBack: Requeue brings the key back with back-off;
+// After brings it back later, with its failure count forgotten.
+func TestResultsBringTheKeyBack(t *testing.T) {
 	queue := fastQueue()
 	var calls int
 	done := make(chan struct{})
@@ -94,15 +95,23 @@ func TestResultAfterBringsTheKeyBack(t *testing.T) {
 		case 1:
 			return Result{}, errors.New("fail once")
 		case 2:
-			return Result{After: time.Millisecond}, nil
+			return Result{Requeue: true}, nil
 		case 3:
+			if n := queue.NumRequeues(key); n != 2 {
+				t.Errorf("after a failure and a Requeue the key counts %d failures, want 2", n)
+			}
+			return Result{After: time.Millisecond}, nil
+		case 4:
+			if n := queue.NumRequeues(key); n != 0 {
+				t.Errorf("after Result.After the key still counts %d failures", n)
+			}
 			close(done)
 		}
 		return Result{}, nil
 	}, Options{Log: discard})
 	defer stop()
 	queue.Add("k")
-	await(t, done, "the key did not come back after Result.After")
+	await(t, done, "the key did not come back after Requeue and After")
 }
 
 // TestDropsTerminalErrorsAndKeysOverTheRetryLimit: a terminal error is not
@@ -143,6 +152,40 @@ func TestDropsTerminalErrorsAndKeysOverTheRetryLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOnCallerReconcilesOnTheCallingGoroutine: with OnCaller, every key is
+// reconciled on the goroutine that called Run, and Run returns when ctx ends.
+func TestOnCallerReconcilesOnTheCallingGoroutine(t *testing.T) {
+	queue := fastQueue()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var callerID, seen int64
+	reconcile := Errors(func(context.Context, string) error {
+		seen = goid() // only the calling goroutine writes it
+		cancel()
+		return nil
+	})
+	queue.Add("k")
+	callerID = goid()
+	if err := Run(ctx, queue, reconcile, Options{OnCaller: true, Workers: 4, Log: discard}); err != nil {
+		t.Fatal(err)
+	}
+	if seen != callerID {
+		t.Errorf("reconciled on goroutine %d, not on the caller's (%d)", seen, callerID)
+	}
+	if !queue.ShuttingDown() {
+		t.Error("Run returned without shutting its queue down")
+	}
+}
+
+// goid is the current goroutine's id, read from its stack header.
+func goid() int64 {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	var id int64
+	fmt.Sscanf(string(buf), "goroutine %d ", &id)
+	return id
 }
 
 func TestTerminal(t *testing.T) {

@@ -27,6 +27,7 @@ import (
 
 	"orch/internal/controller"
 	"orch/internal/network"
+	"orch/internal/worker"
 )
 
 // Name is the controller's name in logs.
@@ -101,7 +102,7 @@ func New(ctx controller.Context) *Controller {
 // whenever a node's podCIDR or readiness changes.
 func (c *Controller) Start(ctx context.Context) error {
 	c.queue.Add(key)
-	return controller.Run(ctx, c.queue, 1, c.synced, c.sync, c.log)
+	return worker.Run(ctx, c.queue, worker.Errors(c.sync), worker.Options{Synced: c.synced, Log: c.log})
 }
 
 func (c *Controller) sync(ctx context.Context, _ string) error {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"orch/internal/controller"
+	"orch/internal/worker"
 )
 
 const (
@@ -78,7 +79,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	defer close(c.done)
 	c.log.Info("starting controller")
 	defer c.log.Info("shutting down controller")
-	return controller.Run(ctx, c.queue, workers, c.synced, c.sync, c.log)
+	return worker.Run(ctx, c.queue, worker.Errors(c.sync), worker.Options{Workers: workers, Synced: c.synced, Log: c.log})
 }
 
 func (c *Controller) enqueue(cj *batchv1.CronJob) { c.queue.Add(controller.Key(cj)) }

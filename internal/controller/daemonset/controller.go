@@ -21,6 +21,7 @@ import (
 
 	"orch/internal/controller"
 	"orch/internal/controller/history"
+	"orch/internal/worker"
 )
 
 const (
@@ -109,7 +110,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		defer wg.Done()
 		c.collectBackoff(ctx)
 	}()
-	return controller.Run(ctx, c.queue, workers, c.synced, c.sync, c.log)
+	return worker.Run(ctx, c.queue, worker.Errors(c.sync), worker.Options{Workers: workers, Synced: c.synced, Log: c.log})
 }
 
 // collectBackoff forgets the failed-pod delays of nodes that have been

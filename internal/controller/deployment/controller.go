@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"orch/internal/controller"
+	"orch/internal/worker"
 )
 
 const (
@@ -98,56 +98,19 @@ func (c *Controller) Start(ctx context.Context) error {
 	defer close(c.done)
 	c.log.Info("starting controller")
 	defer c.log.Info("shutting down controller")
-	var wg sync.WaitGroup
-	defer func() {
-		c.queue.ShutDown()
-		wg.Wait()
-	}()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return nil // ctx ended first
-	}
-	for i := 0; i < workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.processNext(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	return nil
+	return worker.Run(ctx, c.queue, c.reconcile, worker.Options{Workers: workers, Synced: c.synced, MaxRetries: maxRetries, Log: c.log})
 }
 
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	err := c.syncSafely(ctx, key)
-	switch {
-	case err == nil || apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		c.queue.Forget(key)
-	case c.queue.NumRequeues(key) < maxRetries:
-		c.log.Info("sync failed; will retry", "deployment", key, "err", err)
-		c.queue.AddRateLimited(key)
-	default:
-		c.log.Error("sync keeps failing; dropping it until the next change", "deployment", key, "err", err)
-		c.queue.Forget(key)
-	}
-	return true
-}
-
-// syncSafely turns a panic in a sync into an error.
-func (c *Controller) syncSafely(ctx context.Context, key string) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic while syncing: %v", r)
-		}
-	}()
+// reconcile syncs the Deployment of key. A namespace being deleted refuses
+// the ReplicaSets a sync would create: nothing to retry then.
+func (c *Controller) reconcile(ctx context.Context, key string) (worker.Result, error) {
 	start := c.clock.Now()
 	defer func() { c.log.Debug("synced", "deployment", key, "took", c.clock.Since(start)) }()
-	return c.sync(ctx, key)
+	err := c.sync(ctx, key)
+	if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		return worker.Result{}, nil
+	}
+	return worker.Result{}, err
 }
 
 // writeStatus writes d's status (and the revision annotation, which

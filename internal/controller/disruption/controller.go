@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"orch/internal/controller"
+	"orch/internal/worker"
 )
 
 const (
@@ -85,8 +86,10 @@ func New(ctx controller.Context) *Controller {
 func (c *Controller) Start(ctx context.Context) error {
 	defer close(c.done)
 	stale := make(chan error, 1)
-	go func() { stale <- controller.Run(ctx, c.staleQueue, 1, c.synced, c.syncStalePod, c.log) }()
-	err := controller.Run(ctx, c.queue, 1, c.synced, c.sync, c.log)
+	go func() {
+		stale <- worker.Run(ctx, c.staleQueue, worker.Errors(c.syncStalePod), worker.Options{Synced: c.synced, Log: c.log})
+	}()
+	err := worker.Run(ctx, c.queue, worker.Errors(c.sync), worker.Options{Synced: c.synced, Log: c.log})
 	if staleErr := <-stale; err == nil {
 		err = staleErr
 	}

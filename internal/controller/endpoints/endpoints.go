@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"orch/internal/controller"
+	"orch/internal/worker"
 )
 
 // Controller reconciles Endpoints objects.
@@ -69,7 +70,7 @@ func (c *Controller) enqueuePod(obj any) {
 
 // Start runs the workers until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
-	return controller.Run(ctx, c.queue, 4, c.synced, c.sync, c.log)
+	return worker.Run(ctx, c.queue, worker.Errors(c.sync), worker.Options{Workers: 4, Synced: c.synced, Log: c.log})
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {

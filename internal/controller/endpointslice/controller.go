@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"orch/internal/controller"
+	"orch/internal/worker"
 )
 
 // managedBy is the value of endpointslice.kubernetes.io/managed-by on the
@@ -90,7 +91,7 @@ func (c *Controller) enqueueSlice(obj any) {
 
 // Start runs the workers until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
-	return controller.Run(ctx, c.queue, 4, c.synced, c.sync, c.log)
+	return worker.Run(ctx, c.queue, worker.Errors(c.sync), worker.Options{Workers: 4, Synced: c.synced, Log: c.log})
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"orch/internal/worker"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,55 +17,35 @@ import (
 // nothing to retry.
 var errEnqueuedVirtualDelete = errors.New("enqueued virtual delete event")
 
-// processAttemptToDelete handles one node from attemptToDelete; false once
-// the queue shuts down.
-func (c *Controller) processAttemptToDelete(ctx context.Context) bool {
-	n, quit := c.attemptToDelete.Get()
-	if quit {
-		return false
-	}
-	defer c.attemptToDelete.Done(n)
+// collect handles one node of attemptToDelete.
+func (c *Controller) collect(ctx context.Context, n *node) (worker.Result, error) {
 	c.workerLock.RLock()
 	defer c.workerLock.RUnlock()
-	if c.attemptToDeleteWorker(ctx, n) {
-		c.attemptToDelete.AddRateLimited(n)
-	} else {
-		c.attemptToDelete.Forget(n)
-	}
-	return true
-}
-
-// attemptToDeleteWorker returns whether n must be retried.
-func (c *Controller) attemptToDeleteWorker(ctx context.Context, n *node) bool {
 	if !n.isObserved() {
 		current, ok := c.builder.uidToNode.Read(n.identity.UID)
 		if !ok || current.isObserved() {
 			// Deleted or observed for real since it was queued.
-			return false
+			return worker.Result{}, nil
 		}
 	}
 	err := c.attemptToDeleteItem(ctx, n)
+	var mapping *restMappingError
 	switch {
-	case errors.Is(err, errEnqueuedVirtualDelete):
-		return false
-	case errors.Is(err, errNamespacedOwnerOfClusterScoped):
-		return false
+	case errors.Is(err, errEnqueuedVirtualDelete), errors.Is(err, errNamespacedOwnerOfClusterScoped):
+		return worker.Result{}, nil
+	case errors.As(err, &mapping):
+		// A kind not served (yet): retry after the next discovery sync.
+		c.log.Debug("error syncing item", "item", n.identity.String(), "err", err)
+		return worker.Result{Requeue: true}, nil
 	case err != nil:
-		var mapping *restMappingError
-		if errors.As(err, &mapping) {
-			// A kind not served (yet): retry after the next discovery sync.
-			c.log.Debug("error syncing item", "item", n.identity.String(), "err", err)
-		} else if ctx.Err() == nil {
-			c.log.Error("error syncing item", "item", n.identity.String(), "err", err)
-		}
-		return true
+		return worker.Result{}, fmt.Errorf("item %s: %w", n.identity.String(), err)
 	case !n.isObserved():
 		// The owner exists but no informer reported it yet: look again
 		// later, or a virtual node for an object created and deleted while
 		// a watch restarted could stay in the graph forever.
-		return true
+		return worker.Result{Requeue: true}, nil
 	}
-	return false
+	return worker.Result{}, nil
 }
 
 // attemptToDeleteItem reads the object behind n and deletes it when all its
@@ -226,15 +208,9 @@ func (c *Controller) processDeletingDependentsItem(ctx context.Context, item *no
 	return nil
 }
 
-// processAttemptToOrphan handles one owner deleted with the Orphan policy:
-// its dependents lose their reference to it, then it loses the orphan
-// finalizer. False once the queue shuts down.
-func (c *Controller) processAttemptToOrphan(ctx context.Context) bool {
-	owner, quit := c.attemptToOrphan.Get()
-	if quit {
-		return false
-	}
-	defer c.attemptToOrphan.Done(owner)
+// orphan handles one owner deleted with the Orphan policy: its dependents
+// lose their reference to it, then it loses the orphan finalizer.
+func (c *Controller) orphan(ctx context.Context, owner *node) (worker.Result, error) {
 	c.workerLock.RLock()
 	defer c.workerLock.RUnlock()
 	err := c.orphanDependents(ctx, owner.identity, owner.getDependents())
@@ -242,14 +218,9 @@ func (c *Controller) processAttemptToOrphan(ctx context.Context) bool {
 		err = c.removeFinalizer(ctx, owner, metav1.FinalizerOrphanDependents)
 	}
 	if err != nil {
-		if ctx.Err() == nil {
-			c.log.Error("cannot orphan dependents", "owner", owner.identity.String(), "err", err)
-		}
-		c.attemptToOrphan.AddRateLimited(owner)
-		return true
+		return worker.Result{}, fmt.Errorf("orphan the dependents of %s: %w", owner.identity.String(), err)
 	}
-	c.attemptToOrphan.Forget(owner)
-	return true
+	return worker.Result{}, nil
 }
 
 // orphanDependents removes the references to owner from every dependent, in

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"orch/internal/controller"
+	"orch/internal/worker"
 )
 
 // Name is the controller's name in logs.
@@ -79,12 +80,13 @@ func New(ctx controller.Context) *Controller {
 		synced:           make(chan struct{}),
 	}
 	c.builder = &graphBuilder{
-		log:              log,
-		metadata:         ctx.Metadata,
-		mapper:           mapper,
-		recorder:         ctx.Recorder(eventComponent),
-		monitors:         map[schema.GroupVersionResource]*monitor{},
-		graphChanges:     workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[*event]{Name: "garbage_collector_graph_changes", Clock: clk}),
+		log:      log,
+		metadata: ctx.Metadata,
+		mapper:   mapper,
+		recorder: ctx.Recorder(eventComponent),
+		monitors: map[schema.GroupVersionResource]*monitor{},
+		graphChanges: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*event](),
+			workqueue.TypedRateLimitingQueueConfig[*event]{Name: "garbage_collector_graph_changes", Clock: clk}),
 		uidToNode:        &uidToNode{nodes: map[types.UID]*node{}},
 		attemptToDelete:  attemptToDelete,
 		attemptToOrphan:  attemptToOrphan,
@@ -101,7 +103,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	defer c.log.Info("Shutting down controller")
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	defer c.attemptToOrphan.ShutDown()
+	defer c.attemptToOrphan.ShutDown() // when ctx ends before the caches sync
 	defer c.attemptToDelete.ShutDown()
 
 	wg.Add(2)
@@ -113,21 +115,12 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 	close(c.synced)
 	c.log.Info("All resource monitors have synced. Proceeding to collect garbage")
-	for range Workers {
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			for c.processAttemptToDelete(ctx) {
-			}
-		}()
-		go func() {
-			defer wg.Done()
-			for c.processAttemptToOrphan(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	return nil
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		worker.Run(ctx, c.attemptToOrphan, c.orphan, worker.Options{Workers: Workers, Log: c.log.With("queue", "attempt-to-orphan")})
+	}()
+	return worker.Run(ctx, c.attemptToDelete, c.collect, worker.Options{Workers: Workers, Log: c.log.With("queue", "attempt-to-delete")})
 }
 
 // Synced is closed once the collector has watched every resource and

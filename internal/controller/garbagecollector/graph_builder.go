@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"orch/internal/worker"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -46,7 +48,7 @@ type graphBuilder struct {
 	// ctx is set once the builder runs; monitors start under it.
 	ctx context.Context
 
-	graphChanges     workqueue.TypedInterface[*event]
+	graphChanges     workqueue.TypedRateLimitingInterface[*event]
 	uidToNode        *uidToNode
 	attemptToDelete  workqueue.TypedRateLimitingInterface[*node]
 	attemptToOrphan  workqueue.TypedRateLimitingInterface[*node]
@@ -59,12 +61,8 @@ func (gb *graphBuilder) run(ctx context.Context) {
 	gb.ctx = ctx
 	gb.startMonitorsLocked()
 	gb.monitorLock.Unlock()
-	go func() {
-		<-ctx.Done()
-		gb.graphChanges.ShutDown()
-	}()
-	for gb.processGraphChanges() {
-	}
+	// One worker: the changes apply in the order they were seen.
+	worker.Run(ctx, gb.graphChanges, gb.applyGraphChange, worker.Options{Log: gb.log})
 	gb.stopMonitors()
 }
 
@@ -95,17 +93,12 @@ func identityFromEvent(e *event, accessor metav1.Object) objectReference {
 	}
 }
 
-// processGraphChanges applies one change; false once the queue shuts down.
-func (gb *graphBuilder) processGraphChanges() bool {
-	e, quit := gb.graphChanges.Get()
-	if quit {
-		return false
-	}
-	defer gb.graphChanges.Done(e)
+// applyGraphChange applies one change to the graph; it never fails.
+func (gb *graphBuilder) applyGraphChange(_ context.Context, e *event) (worker.Result, error) {
 	accessor, err := meta.Accessor(e.obj)
 	if err != nil {
 		gb.log.Error("garbage collector: cannot read an object's metadata", "err", err)
-		return true
+		return worker.Result{}, nil
 	}
 	uid := accessor.GetUID()
 	existing, found := gb.uidToNode.Read(uid)
@@ -137,11 +130,11 @@ func (gb *graphBuilder) processGraphChanges() bool {
 	case e.eventType == deleteEvent:
 		if !found {
 			gb.log.Debug("deleted object is not in the graph", "uid", uid)
-			return true
+			return worker.Result{}, nil
 		}
 		gb.processDeletion(e, accessor, existing)
 	}
-	return true
+	return worker.Result{}, nil
 }
 
 // observeVirtualNode marks a virtual node observed. When dependents named the

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"orch/internal/controller"
+	"orch/internal/worker"
 )
 
 const (
@@ -114,11 +115,11 @@ func (c *Controller) Start(ctx context.Context) error {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		controller.Run(ctx, c.queue, workers, c.synced, c.sync, c.log)
+		worker.Run(ctx, c.queue, worker.Errors(c.sync), worker.Options{Workers: workers, Synced: c.synced, Log: c.log})
 	}()
 	go func() {
 		defer wg.Done()
-		controller.Run(ctx, c.orphans, 1, c.synced, c.syncOrphan, c.log.With("queue", "orphan-pods"))
+		worker.Run(ctx, c.orphans, worker.Errors(c.syncOrphan), worker.Options{Synced: c.synced, Log: c.log.With("queue", "orphan-pods")})
 	}()
 	wg.Wait()
 	return nil

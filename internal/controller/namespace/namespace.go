@@ -21,7 +21,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +33,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"orch/internal/controller"
+	"orch/internal/worker"
 )
 
 // Name is the controller's name in logs.
@@ -116,47 +116,20 @@ func (c *Controller) enqueue(obj any) {
 func (c *Controller) Start(ctx context.Context) error {
 	c.log.Info("Starting controller")
 	defer c.log.Info("Shutting down controller")
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer c.queue.ShutDown()
-	if !cache.WaitForNamedCacheSync(Name, ctx.Done(), c.synced) {
-		return nil
-	}
-	for range Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.processNext(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	return nil
+	return worker.Run(ctx, c.queue, c.reconcile, worker.Options{Workers: Workers, Synced: []cache.InformerSynced{c.synced}, Log: c.log})
 }
 
-// processNext syncs one namespace; false once the queue shuts down.
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
+// reconcile deletes the content of namespace key; while content remains
+// (being finalized), it looks again in about half the estimated time.
+func (c *Controller) reconcile(ctx context.Context, key string) (worker.Result, error) {
 	err := c.sync(ctx, key)
 	var remaining *ResourcesRemainingError
-	switch {
-	case err == nil:
-		c.queue.Forget(key)
-	case errors.As(err, &remaining):
+	if errors.As(err, &remaining) {
 		wait := time.Duration(remaining.Estimate/2+1) * time.Second
 		c.log.Debug("content remaining in namespace", "namespace", key, "wait", wait)
-		c.queue.AddAfter(key, wait)
-	default:
-		if ctx.Err() == nil {
-			c.log.Error("cannot delete the content of a namespace; retrying", "namespace", key, "err", err)
-		}
-		c.queue.AddRateLimited(key)
+		return worker.Result{After: wait}, nil
 	}
-	return true
+	return worker.Result{}, err
 }
 
 // sync deletes the content of namespace name if it is being deleted.

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"orch/internal/controller"
+	"orch/internal/worker"
 )
 
 // Controller assigns pod CIDRs to nodes.
@@ -66,7 +67,7 @@ func (c *Controller) enqueue(obj any) {
 
 // Start assigns CIDRs until ctx ends (one worker: see sync).
 func (c *Controller) Start(ctx context.Context) error {
-	return controller.Run(ctx, c.queue, 1, []cache.InformerSynced{c.synced}, c.sync, c.log)
+	return worker.Run(ctx, c.queue, worker.Errors(c.sync), worker.Options{Synced: []cache.InformerSynced{c.synced}, Log: c.log})
 }
 
 // sync gives node name the lowest free CIDR. One worker runs, so two nodes

@@ -17,6 +17,7 @@ package nodelifecycle
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -34,6 +35,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"orch/internal/controller"
+	"orch/internal/worker"
 )
 
 // Upstream's defaults.
@@ -51,7 +53,7 @@ type Controller struct {
 	leases   coordinationlisters.LeaseLister
 	pods     cache.Indexer
 	synced   []cache.InformerSynced
-	evict    workqueue.TypedDelayingInterface[string]
+	evict    workqueue.TypedRateLimitingInterface[string]
 	limiter  flowcontrol.RateLimiter
 	recorder record.EventRecorder
 	log      *slog.Logger
@@ -75,8 +77,9 @@ func New(ctx controller.Context) (*Controller, error) {
 	}
 	c := &Controller{
 		client: ctx.Client, nodes: f.Core().V1().Nodes().Lister(), leases: f.Coordination().V1().Leases().Lister(),
-		pods:     podInformer.GetIndexer(),
-		evict:    workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Clock: ctx.Clock}),
+		pods: podInformer.GetIndexer(),
+		evict: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "taint-eviction", Clock: ctx.Clock}),
 		limiter:  flowcontrol.NewTokenBucketRateLimiterWithClock(evictionRate, 1, ctx.Clock),
 		recorder: ctx.Recorder("node-controller"), log: ctx.Log.With("controller", "nodelifecycle"), clock: ctx.Clock,
 		Grace: GracePeriod, Monitor: MonitorPeriod,
@@ -107,14 +110,16 @@ func (c *Controller) enqueuePodsOf(node string) {
 
 // Start monitors the nodes and evicts pods until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
-	defer c.evict.ShutDown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		c.evict.ShutDown()
 		return nil
 	}
+	evicting := make(chan struct{})
 	go func() {
-		for c.nextEviction(ctx) {
-		}
+		defer close(evicting)
+		worker.Run(ctx, c.evict, c.evictOne, worker.Options{Log: c.log})
 	}()
+	defer func() { <-evicting }()
 	ticker := c.clock.NewTicker(c.Monitor)
 	defer ticker.Stop()
 	for {
@@ -202,41 +207,34 @@ func (c *Controller) markUnknown(ctx context.Context, node *corev1.Node, now tim
 	return written, nil
 }
 
-// nextEviction deletes one pod whose toleration of its node's NoExecute
-// taints has run out, or schedules the check for when it will.
-func (c *Controller) nextEviction(ctx context.Context) bool {
-	key, quit := c.evict.Get()
-	if quit {
-		return false
-	}
-	defer c.evict.Done(key)
+// evictOne deletes the pod of key once its toleration of its node's
+// NoExecute taints has run out, or looks again when it will have.
+func (c *Controller) evictOne(ctx context.Context, key string) (worker.Result, error) {
 	obj, exists, err := c.pods.GetByKey(key)
 	if err != nil || !exists {
-		return true
+		return worker.Result{}, nil
 	}
 	pod := obj.(*corev1.Pod)
 	if pod.DeletionTimestamp != nil || pod.Spec.NodeName == "" {
-		return true
+		return worker.Result{}, nil
 	}
 	node, err := c.nodes.Get(pod.Spec.NodeName)
 	if err != nil {
-		return true
+		return worker.Result{}, nil
 	}
 	at, evict := evictionTime(pod, node.Spec.Taints)
 	if !evict {
-		return true
+		return worker.Result{}, nil
 	}
 	if wait := at.Sub(c.clock.Now()); wait > 0 {
-		c.evict.AddAfter(key, wait)
-		return true
+		return worker.Result{After: wait}, nil
 	}
 	c.recorder.Eventf(pod, corev1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s/%s", pod.Namespace, pod.Name)
 	err = c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		c.log.Warn("cannot evict pod; retrying", "pod", key, "err", err)
-		c.evict.AddAfter(key, time.Second)
+		return worker.Result{}, fmt.Errorf("evict pod %q: %w", key, err)
 	}
-	return true
+	return worker.Result{}, nil
 }
 
 func taintKeys(taints []corev1.Taint) []string {

@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"orch/internal/controller"
+	"orch/internal/worker"
 )
 
 // Name is the controller's name in logs.
@@ -125,7 +126,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	defer c.log.Info("Shutting down controller")
 	c.factory.Start(ctx.Done())
 	defer c.factory.Shutdown()
-	return controller.Run(ctx, c.queue, 1, c.synced, c.sync, c.log)
+	return worker.Run(ctx, c.queue, worker.Errors(c.sync), worker.Options{Synced: c.synced, Log: c.log})
 }
 
 // sync reconciles the password secret of node name.

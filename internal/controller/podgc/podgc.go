@@ -16,10 +16,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	"orch/internal/controller"
+	"orch/internal/worker"
 )
 
 // Upstream's defaults (--terminated-pod-gc-threshold, the gc period).
@@ -59,25 +61,17 @@ func New(ctx controller.Context) *Controller {
 
 // Start collects every period until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return nil
-	}
-	ticker := c.clock.NewTicker(period)
-	defer ticker.Stop()
-	for {
-		c.collect(ctx)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C():
-		}
-	}
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "podgc", Clock: c.clock})
+	queue.Add("all")
+	return worker.Run(ctx, queue, c.collect, worker.Options{Synced: c.synced, Log: c.log})
 }
 
-func (c *Controller) collect(ctx context.Context) {
+// collect deletes the pods to collect, then looks again after a period.
+func (c *Controller) collect(ctx context.Context, _ string) (worker.Result, error) {
 	pods, err := c.pods.List(labels.Everything())
 	if err != nil {
-		return
+		return worker.Result{}, err
 	}
 	var finished []*corev1.Pod
 	now := c.clock.Now()
@@ -97,6 +91,7 @@ func (c *Controller) collect(ctx context.Context) {
 			c.forceDelete(ctx, pod, "over the terminated pod threshold")
 		}
 	}
+	return worker.Result{After: period}, nil
 }
 
 // nodeGone is true once a node has been missing for orphanQuarantine.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"orch/internal/controller"
+	"orch/internal/worker"
 )
 
 // component is upstream's event source for this controller.
@@ -71,7 +72,7 @@ func New(ctx controller.Context) *Controller {
 
 // Start runs the workers until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
-	return controller.Run(ctx, c.queue, 1, c.synced, c.sync, c.log)
+	return worker.Run(ctx, c.queue, worker.Errors(c.sync), worker.Options{Synced: c.synced, Log: c.log})
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"orch/internal/controller"
+	"orch/internal/worker"
 )
 
 const (
@@ -107,7 +108,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			controller.Run(ctx, m.queue, workers, c.synced, m.sync, m.log)
+			worker.Run(ctx, m.queue, worker.Errors(m.sync), worker.Options{Workers: workers, Synced: c.synced, Log: m.log})
 		}()
 	}
 	wg.Wait()

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"orch/internal/controller"
+	"orch/internal/worker"
 )
 
 // Controller updates quota status per namespace.
@@ -70,7 +71,7 @@ func (c *Controller) enqueue(obj any) {
 
 // Start runs the workers until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
-	return controller.Run(ctx, c.queue, 1, c.synced, c.sync, c.log)
+	return worker.Run(ctx, c.queue, worker.Errors(c.sync), worker.Options{Synced: c.synced, Log: c.log})
 }
 
 func (c *Controller) sync(ctx context.Context, ns string) error {

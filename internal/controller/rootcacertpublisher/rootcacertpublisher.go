@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"orch/internal/controller"
+	"orch/internal/worker"
 )
 
 // Name is the controller's name in logs.
@@ -111,7 +112,7 @@ func (c *Controller) namespaceChanged(obj any) {
 func (c *Controller) Start(ctx context.Context) error {
 	c.log.Info("Starting controller")
 	defer c.log.Info("Shutting down controller")
-	return controller.Run(ctx, c.queue, Workers, c.synced, c.syncNamespace, c.log)
+	return worker.Run(ctx, c.queue, worker.Errors(c.syncNamespace), worker.Options{Workers: Workers, Synced: c.synced, Log: c.log})
 }
 
 // syncNamespace creates or corrects the namespace's kube-root-ca.crt.

@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"orch/internal/controller"
+	"orch/internal/worker"
 )
 
 // Name is the controller's name in logs.
@@ -121,7 +122,7 @@ func (c *Controller) sliceChanged(obj any) {
 
 // Start runs the workers until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
-	return controller.Run(ctx, c.queue, Workers, c.synced, c.sync, c.log)
+	return worker.Run(ctx, c.queue, worker.Errors(c.sync), worker.Options{Workers: Workers, Synced: c.synced, Log: c.log})
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {

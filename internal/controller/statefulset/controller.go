@@ -19,6 +19,7 @@ import (
 
 	"orch/internal/controller"
 	"orch/internal/controller/history"
+	"orch/internal/worker"
 )
 
 const (
@@ -98,7 +99,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	defer close(c.done)
 	c.log.Info("starting controller")
 	defer c.log.Info("shutting down controller")
-	return controller.Run(ctx, c.queue, workers, c.synced, c.sync, c.log)
+	return worker.Run(ctx, c.queue, worker.Errors(c.sync), worker.Options{Workers: workers, Synced: c.synced, Log: c.log})
 }
 
 func (c *Controller) enqueue(set *appsv1.StatefulSet) { c.queue.Add(controller.Key(set)) }

@@ -5,6 +5,7 @@ package ttlafterfinished
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"orch/internal/controller"
+	"orch/internal/worker"
 )
 
 // Controller deletes expired finished Jobs.
@@ -27,7 +29,7 @@ type Controller struct {
 	client kubernetes.Interface
 	jobs   batchlisters.JobLister
 	synced cache.InformerSynced
-	queue  workqueue.TypedDelayingInterface[string]
+	queue  workqueue.TypedRateLimitingInterface[string]
 	log    *slog.Logger
 	clock  clock.WithTicker
 }
@@ -36,8 +38,9 @@ type Controller struct {
 func New(ctx controller.Context) *Controller {
 	informer := ctx.Informers.Batch().V1().Jobs()
 	c := &Controller{client: ctx.Client, jobs: informer.Lister(), synced: informer.Informer().HasSynced,
-		queue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Clock: ctx.Clock}),
-		log:   ctx.Log.With("controller", "ttlafterfinished"), clock: ctx.Clock}
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "ttl-after-finished", Clock: ctx.Clock}),
+		log: ctx.Log.With("controller", "ttlafterfinished"), clock: ctx.Clock}
 	enqueue := func(obj any) {
 		if job, ok := obj.(*batchv1.Job); ok && job.Spec.TTLSecondsAfterFinished != nil {
 			if key, err := cache.MetaNamespaceKeyFunc(job); err == nil {
@@ -51,37 +54,24 @@ func New(ctx controller.Context) *Controller {
 
 // Start runs until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
-	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
-		return nil
-	}
-	go func() {
-		for c.next(ctx) {
-		}
-	}()
-	<-ctx.Done()
-	return nil
+	return worker.Run(ctx, c.queue, c.reconcile, worker.Options{Synced: []cache.InformerSynced{c.synced}, Log: c.log})
 }
 
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
+// reconcile deletes the finished job of key once its TTL has run out, or
+// looks again when it will have.
+func (c *Controller) reconcile(ctx context.Context, key string) (worker.Result, error) {
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
 	job, err := c.jobs.Jobs(ns).Get(name)
 	if err != nil || job.DeletionTimestamp != nil || job.Spec.TTLSecondsAfterFinished == nil {
-		return true
+		return worker.Result{}, nil
 	}
 	finished, ok := finishTime(job)
 	if !ok {
-		return true
+		return worker.Result{}, nil
 	}
 	expiry := finished.Add(time.Duration(*job.Spec.TTLSecondsAfterFinished) * time.Second)
 	if wait := expiry.Sub(c.clock.Now()); wait > 0 {
-		c.queue.AddAfter(key, wait)
-		return true
+		return worker.Result{After: wait}, nil
 	}
 	err = c.client.BatchV1().Jobs(ns).Delete(ctx, name, metav1.DeleteOptions{
 		PropagationPolicy: ptr.To(metav1.DeletePropagationForeground),
@@ -89,13 +79,14 @@ func (c *Controller) next(ctx context.Context) bool {
 	switch {
 	case err == nil:
 		c.log.Info("deleted a finished job whose TTL ran out", "job", key)
+	case apierrors.IsNotFound(err):
 	case apierrors.IsConflict(err):
-		c.queue.Add(key) // changed meanwhile (its TTL perhaps): look again
-	case !apierrors.IsNotFound(err):
-		c.log.Warn("cannot delete job; retrying", "job", key, "err", err)
-		c.queue.AddAfter(key, time.Second)
+		// Changed meanwhile (its TTL perhaps): look again.
+		return worker.Result{}, fmt.Errorf("job %q changed while being deleted: %w", key, err)
+	default:
+		return worker.Result{}, fmt.Errorf("delete job %q: %w", key, err)
 	}
-	return true
+	return worker.Result{}, nil
 }
 
 // finishTime is when the job got its Complete or Failed condition.
