@@ -1,11 +1,12 @@
 // Package controller holds what the controllers in internal/controller/<name>
-// share: the Context they are built from, the worker loop (Run), the pieces
+// share: the Context they are built from, the pieces
 // their informer handlers have in common (Key, ObjectFrom, EnqueueHandlers,
 // ResolveControllerRef), pod create/delete Expectations, the Delayer, and
 // pod helpers (PodReady, PodAvailable). Each controller is its own package
 // in the sample-controller shape: informers feed a rate-limited workqueue,
-// workers reconcile one key at a time (read the current state, compute the
-// difference, act idempotently, requeue with backoff on error), and
+// internal/worker's loop reconciles one key at a time (read the current
+// state, compute the difference, act idempotently, requeue with backoff on
+// error), and
 // Start(ctx) blocks until ctx ends. Controllers speak to the apiserver only
 // through client-go.
 package controller
