@@ -41,6 +41,8 @@ type System struct {
 	NotReady []string
 	// Pressure says which pressure conditions are True.
 	Pressure Pressure
+	// Images are the runtime's images as status.images reports them.
+	Images []corev1.ContainerImage
 }
 
 // BuildNode is the Node this agent registers: labels, taints and status
@@ -99,6 +101,7 @@ func Status(cfg Config, sys System, prev []corev1.NodeCondition, now time.Time) 
 			KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(cfg.KubeletPort)},
 		},
 		Addresses: addrs,
+		Images:    sys.Images,
 		NodeInfo: corev1.NodeSystemInfo{
 			MachineID:               sys.MachineID,
 			BootID:                  sys.BootID,
@@ -165,7 +168,8 @@ func StatusChanged(current, desired corev1.NodeStatus) bool {
 		!equality.Semantic.DeepEqual(current.Allocatable, desired.Allocatable) ||
 		!equality.Semantic.DeepEqual(current.Addresses, desired.Addresses) ||
 		current.DaemonEndpoints != desired.DaemonEndpoints ||
-		current.NodeInfo != desired.NodeInfo {
+		current.NodeInfo != desired.NodeInfo ||
+		!equality.Semantic.DeepEqual(current.Images, desired.Images) {
 		return true
 	}
 	strip := func(cs []corev1.NodeCondition) []corev1.NodeCondition {

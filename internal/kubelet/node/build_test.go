@@ -179,6 +179,10 @@ func TestStatusChanged(t *testing.T) {
 		{"address changed", func(s *corev1.NodeStatus) { s.Addresses[0].Address = "10.0.0.6" }, true},
 		{"capacity changed", func(s *corev1.NodeStatus) { s.Capacity[corev1.ResourceCPU] = resource.MustParse("4") }, true},
 		{"same quantity, other form", func(s *corev1.NodeStatus) { s.Capacity[corev1.ResourceMemory] = resource.MustParse("4096Mi") }, false},
+		{"an image pulled", func(s *corev1.NodeStatus) {
+			s.Images = append(s.Images, corev1.ContainerImage{Names: []string{"busybox:1"}, SizeBytes: 1})
+		}, true},
+		{"no images, listed empty", func(s *corev1.NodeStatus) { s.Images = []corev1.ContainerImage{} }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			current := *base.DeepCopy()

@@ -30,6 +30,10 @@
 // are not evicted under node pressure, and nothing is subtracted from
 // allocatable for the thresholds.
 //
+// status.images lists the runtime's images (CRI ListImages) as upstream's
+// kubelet does: the MaxImages largest, each with its names and size
+// (Images); a new image is posted at once, like any other change.
+//
 // The Node and Lease objects are built by pure functions (BuildNode,
 // Status, Conditions, Lease); the loop takes an injected clock.
 package node
@@ -91,6 +95,7 @@ type Runtime interface {
 	Version(ctx context.Context) (*runtimeapi.VersionResponse, error)
 	Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error)
 	ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfoResponse, error)
+	ImageLister
 }
 
 // Agent registers and heart-beats one Node.
@@ -113,6 +118,9 @@ type Agent struct {
 	pressure    Pressure  // as of the last measurement
 	lastMeasure time.Time // when the signals were last measured
 	measureErr  string    // what the last measurement could not read, to log it once
+
+	images    []corev1.ContainerImage // as last listed
+	imagesErr string                  // why listing the images last failed, to log it once
 }
 
 // New returns an Agent for cfg; clk nil means the real clock, log nil slog.Default().
@@ -226,7 +234,24 @@ func (a *Agent) system(ctx context.Context) (System, error) {
 	sys.NotReady = RuntimeProblems(st.GetStatus())
 	a.ready = len(sys.NotReady) == 0
 	sys.Pressure = a.observePressure(ctx)
+	sys.Images = a.listImages(ctx)
 	return sys, nil
+}
+
+// listImages is the node's status.images: the runtime's images, or the
+// ones last listed while the runtime cannot list them.
+func (a *Agent) listImages(ctx context.Context) []corev1.ContainerImage {
+	list, err := a.rt.ListImages(ctx, nil)
+	if err != nil {
+		if msg := err.Error(); msg != a.imagesErr {
+			a.log.Warn("cannot list the container runtime's images; status.images keeps the last list", "err", err)
+			a.imagesErr = msg
+		}
+		return a.images
+	}
+	a.imagesErr = ""
+	a.images = Images(list, MaxImages)
+	return a.images
 }
 
 // observePressure measures the pressure signals when MeasureInterval has
@@ -369,10 +394,10 @@ func (a *Agent) postStatus(ctx context.Context, sys System) error {
 		return nil
 	}
 	updated := current.DeepCopy()
-	// Keep what others set (images, volumes): replace what the agent reports.
+	// Keep what others set (volumes): replace what the agent reports.
 	updated.Status.Capacity, updated.Status.Allocatable = desired.Capacity, desired.Allocatable
 	updated.Status.Conditions, updated.Status.Addresses, updated.Status.NodeInfo = desired.Conditions, desired.Addresses, desired.NodeInfo
-	updated.Status.DaemonEndpoints = desired.DaemonEndpoints
+	updated.Status.DaemonEndpoints, updated.Status.Images = desired.DaemonEndpoints, desired.Images
 	if _, err := nodes.UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("update the status of node %q: %w", a.cfg.Name, err)
 	}

@@ -384,3 +384,47 @@ func TestAgentReportsPressure(t *testing.T) {
 		t.Errorf("MemoryPressure = %+v, want KubeletHasSufficientMemory since %v", c, start.Add(time.Minute))
 	}
 }
+
+// TestAgentReportsImages: status.images lists the runtime's images,
+// largest first; a pulled image is posted at once; while the runtime
+// cannot list its images the last list stays.
+func TestAgentReportsImages(t *testing.T) {
+	env := controllertest.New(t, "kube-node-lease")
+	client := env.Context.Client
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	a, fs := newTestAgent(Config{Name: "agent-5", NodeIPs: []net.IP{net.ParseIP("192.0.2.14")}}, client, clk)
+	rt := a.rt.(*cri.Fake)
+	rt.SetImage("orch.local/pause:3.10", 300<<10, true)
+	env.Start(t, a)
+
+	images := func() []corev1.ContainerImage {
+		n, err := client.CoreV1().Nodes().Get(context.Background(), "agent-5", metav1.GetOptions{})
+		if err != nil {
+			return nil
+		}
+		return n.Status.Images
+	}
+	controllertest.EventuallyTrue(t, "the pause image in status.images", func() bool { return len(images()) == 1 })
+	if got := images()[0]; len(got.Names) != 1 || got.Names[0] != "orch.local/pause:3.10" || got.SizeBytes != 300<<10 {
+		t.Errorf("status.images[0] = %+v, want the pause image and its size", got)
+	}
+
+	step(t, clk, 0) // the first round is over
+	rt.SetImage("busybox:1.35", 2<<20, false)
+	step(t, clk, 10*time.Second)
+	controllertest.EventuallyTrue(t, "the imported image posted at once", func() bool { return len(images()) == 2 })
+	if got := images(); got[0].Names[0] != "busybox:1.35" || got[1].Names[0] != "orch.local/pause:3.10" {
+		t.Errorf("status.images = %+v, want busybox (the larger) first", got)
+	}
+
+	step(t, clk, 0)
+	rt.FailNext("ListImages", errors.New("runtime busy"))
+	fs.set(func(s *System) { s.KernelVersion = "6.2.0" })
+	step(t, clk, 10*time.Second)
+	controllertest.EventuallyTrue(t, "the changed kernel posted", func() bool {
+		return getNode(t, client, "agent-5").Status.NodeInfo.KernelVersion == "6.2.0"
+	})
+	if got := images(); len(got) != 2 {
+		t.Errorf("status.images = %+v after a failed ListImages, want the last list (2 images)", got)
+	}
+}
