@@ -6,24 +6,26 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
 )
 
-// Upstream's container restart back-off (kubelet's crashLoopBackOff):
-// 10 s, doubling per restart, at most 5 min, no jitter.
+// Upstream's container restart back-off (kubelet's crashLoopBackOff) and
+// image pull back-off: 10 s, doubling per restart (pull), at most 5 min,
+// no jitter; one that was not raised for twice the maximum (10 min)
+// starts over (flowcontrol.Backoff's expiry).
 const (
 	initialBackOff = 10 * time.Second
 	maxBackOff     = 5 * time.Minute
 )
 
-// backOffEntry is one container's back-off, as in client-go's
-// flowcontrol.Backoff: the current delay and when it was last raised
-// (the container's last restart).
-type backOffEntry struct {
-	backoff    time.Duration
-	lastUpdate time.Time
-	// lastErr is, for an image pull, why the last one failed.
-	lastErr string
+// backOffNote is what the workers keep of one back-off key besides
+// flowcontrol's delay.
+type backOffNote struct {
+	// lastErr is, for an image pull, why the last one failed, and
+	// failedAt when.
+	lastErr  string
+	failedAt time.Time
 	// reported is the exited container the BackOff event was given for:
 	// one event per exit, not one per sync (the relist syncs every
 	// second, and the event recorder's spam filter would then drop the
@@ -31,64 +33,26 @@ type backOffEntry struct {
 	reported string
 }
 
-// expired is flowcontrol's hasExpired: a container that ran for twice the
-// maximum back-off (10 min) since its last restart starts over at 10 s.
-func expired(eventTime, lastUpdate time.Time) bool {
-	return eventTime.Sub(lastUpdate) > 2*maxBackOff
+// funcClock is the real clock with Now (and Since) from now: the
+// back-offs follow Workers.Now.
+type funcClock struct {
+	clock.RealClock
+	now func() time.Time
 }
 
-// shouldRestart says whether c, exited with exitCode, is run again under
-// the pod's restartPolicy. A completed (exit 0) init container never is; a
-// sidecar (restartable init container) always is.
-func shouldRestart(pod *corev1.Pod, c *corev1.Container, exitCode int32, init bool) bool {
-	if init && isSidecar(c) {
-		return true
-	}
-	switch pod.Spec.RestartPolicy {
-	case corev1.RestartPolicyNever:
-		return false
-	case corev1.RestartPolicyOnFailure:
-		return exitCode != 0
-	default: // Always (the default)
-		return !init || exitCode != 0
-	}
+func (c funcClock) Now() time.Time                  { return c.now() }
+func (c funcClock) Since(t time.Time) time.Duration { return c.now().Sub(t) }
+
+// newBackOff is upstream's back-off on the clock of now.
+func newBackOff(now func() time.Time) *flowcontrol.Backoff {
+	b := flowcontrol.NewBackOff(initialBackOff, maxBackOff)
+	b.Clock = funcClock{now: now}
+	return b
 }
 
-// doBackOff is upstream's kuberuntime doBackOff for c, whose newest
-// container exited (rs): while the back-off since rs finished lasts, c
-// waits in CrashLoopBackOff (with a BackOff event once, and the pod requeued
-// for when it ends) and doBackOff returns true; otherwise the back-off is
-// raised for the restart about to happen and it returns false.
-func (w *Workers) doBackOff(pod *corev1.Pod, c *corev1.Container, rs *runtimeapi.ContainerStatus) bool {
-	key := string(pod.UID) + "/" + c.Name
-	finished := time.Unix(0, rs.FinishedAt)
-	now := w.now()
-	w.mu.Lock()
-	e := w.backoffs[key]
-	if e != nil && !expired(finished, e.lastUpdate) && now.Sub(finished) < e.backoff {
-		delay, left := e.backoff, e.backoff-now.Sub(finished)
-		report := e.reported != rs.Id
-		e.reported = rs.Id
-		w.mu.Unlock()
-		w.setWaiting(pod, c.Name, "CrashLoopBackOff",
-			fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", delay, c.Name, formatPod(pod)))
-		if report {
-			w.recorder.Eventf(pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.Name, formatPod(pod))
-		}
-		if w.queue != nil {
-			w.queue.AddAfter(pod.Namespace+"/"+pod.Name, left)
-		}
-		return true
-	}
-	if e == nil || expired(finished, e.lastUpdate) {
-		e = &backOffEntry{backoff: initialBackOff}
-		w.backoffs[key] = e
-	} else {
-		e.backoff = min(2*e.backoff, maxBackOff)
-	}
-	e.lastUpdate = now
-	w.mu.Unlock()
-	return false
+// restartKey is the back-off key of c's restarts in pod.
+func restartKey(pod *corev1.Pod, c *corev1.Container) string {
+	return string(pod.UID) + "/" + c.Name
 }
 
 // pullKey is the back-off key of c's image pulls in pod.
@@ -96,44 +60,81 @@ func pullKey(pod *corev1.Pod, c *corev1.Container) string {
 	return string(pod.UID) + "/pull/" + c.Image
 }
 
+// note is the note of key, made when missing; w.mu must be held.
+func (w *Workers) note(key string) *backOffNote {
+	n := w.notes[key]
+	if n == nil {
+		n = &backOffNote{}
+		w.notes[key] = n
+	}
+	return n
+}
+
+// restarting raises c's restart back-off for the restart about to
+// happen of its container that exited at finished.
+func (w *Workers) restarting(pod *corev1.Pod, c *corev1.Container, finished time.Time) {
+	key := restartKey(pod, c)
+	w.mu.Lock()
+	w.note(key) // so that forget finds the key
+	w.mu.Unlock()
+	w.restarts.Next(key, finished)
+}
+
+// backingOff keeps the container of a (a waitBackOff) waiting in
+// CrashLoopBackOff, with a BackOff event once per exit, and queues the pod
+// again for when the back-off ends.
+func (w *Workers) backingOff(pod *corev1.Pod, a action) {
+	c := a.container
+	w.mu.Lock()
+	n := w.note(restartKey(pod, c))
+	report := n.reported != a.id
+	n.reported = a.id
+	w.mu.Unlock()
+	w.setWaiting(pod, c.Name, "CrashLoopBackOff",
+		fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", a.delay, c.Name, formatPod(pod)))
+	if report {
+		w.recorder.Eventf(pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.Name, formatPod(pod))
+	}
+	w.requeueAfter(pod, a.until.Sub(w.now()))
+}
+
 // pullBackingOff is upstream's image pull back-off: after a failed pull of
 // c's image, the next one waits 10 s, doubling to 5 min; meanwhile c waits
 // in ImagePullBackOff (a BackOff event each time) and the pod is requeued
 // for when the back-off ends.
 func (w *Workers) pullBackingOff(pod *corev1.Pod, c *corev1.Container) bool {
-	w.mu.Lock()
-	e := w.backoffs[pullKey(pod, c)]
-	var left time.Duration
-	lastErr := ""
-	if e != nil {
-		left, lastErr = e.backoff-w.now().Sub(e.lastUpdate), e.lastErr
-	}
-	w.mu.Unlock()
-	if left <= 0 {
+	key, now := pullKey(pod, c), w.now()
+	if !w.pulls.IsInBackOffSinceUpdate(key, now) {
 		return false
 	}
+	w.mu.Lock()
+	n := w.note(key)
+	left, lastErr := w.pulls.Get(key)-now.Sub(n.failedAt), n.lastErr
+	w.mu.Unlock()
 	msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
 	// The status says why the last pull failed, as upstream's.
 	w.setWaiting(pod, c.Name, "ImagePullBackOff", msg+": ErrImagePull: "+lastErr)
 	w.recorder.Event(pod, corev1.EventTypeNormal, "BackOff", msg)
-	if w.queue != nil {
-		w.queue.AddAfter(pod.Namespace+"/"+pod.Name, left)
-	}
+	w.requeueAfter(pod, left)
 	return true
 }
 
 // pullFailed raises the pull back-off of c's image after a pull failed
 // with err.
 func (w *Workers) pullFailed(pod *corev1.Pod, c *corev1.Container, err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	key, now := pullKey(pod, c), w.now()
-	e := w.backoffs[key]
-	if e == nil || expired(now, e.lastUpdate) {
-		w.backoffs[key] = &backOffEntry{backoff: initialBackOff, lastUpdate: now, lastErr: err.Error()}
-		return
+	w.mu.Lock()
+	n := w.note(key)
+	n.lastErr, n.failedAt = err.Error(), now
+	w.mu.Unlock()
+	w.pulls.Next(key, now)
+}
+
+// requeueAfter queues pod again after d (none without a queue: a test's).
+func (w *Workers) requeueAfter(pod *corev1.Pod, d time.Duration) {
+	if w.queue != nil {
+		w.queue.AddAfter(key(pod), d)
 	}
-	e.backoff, e.lastUpdate, e.lastErr = min(2*e.backoff, maxBackOff), now, err.Error()
 }
 
 // forget drops the back-offs and waiting reasons of the pod with uid.
@@ -141,9 +142,11 @@ func (w *Workers) forget(uid string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.waiting, uid)
-	for k := range w.backoffs {
+	for k := range w.notes {
 		if strings.HasPrefix(k, uid+"/") {
-			delete(w.backoffs, k)
+			delete(w.notes, k)
+			w.restarts.DeleteEntry(k)
+			w.pulls.DeleteEntry(k)
 		}
 	}
 }

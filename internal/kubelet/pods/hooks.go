@@ -28,7 +28,7 @@ const hookTimeout = 2 * time.Minute
 func (w *Workers) runHook(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id, podIP string, h *corev1.LifecycleHandler) error {
 	switch {
 	case h.Exec != nil:
-		stdout, stderr, code, err := w.runtime.ExecSync(ctx, id, h.Exec.Command, hookTimeout)
+		stdout, stderr, code, err := w.exec.ExecSync(ctx, id, h.Exec.Command, hookTimeout)
 		if err == nil && code != 0 {
 			err = fmt.Errorf("command '%s' exited with %d: %s", strings.Join(h.Exec.Command, " "), code, stderr)
 		}

@@ -95,11 +95,11 @@ func (w *Workers) resyncEvery() int {
 
 // listRuntimePods is the runtime's pods by pod UID.
 func (w *Workers) listRuntimePods(ctx context.Context) (map[string]runtimePod, error) {
-	sandboxes, err := w.runtime.ListPodSandbox(ctx, nil)
+	sandboxes, err := w.reader.ListPodSandbox(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	containers, err := w.runtime.ListContainers(ctx, nil)
+	containers, err := w.reader.ListContainers(ctx, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -16,12 +16,9 @@ import (
 	"orch/internal/kubelet/podconfig"
 )
 
-// terminate stops pod's containers and sandboxes and deletes the pod.
-func (w *Workers) terminate(ctx context.Context, pod *corev1.Pod) error {
-	grace := gracePeriod(pod)
-	if pod.DeletionGracePeriodSeconds != nil {
-		grace = *pod.DeletionGracePeriodSeconds
-	}
+// terminate stops pod's containers and sandboxes within grace seconds
+// and deletes the pod.
+func (w *Workers) terminate(ctx context.Context, pod *corev1.Pod, grace int64) error {
 	if err := w.kill(ctx, pod, podconfig.LabelPodUID, string(pod.UID), grace); err != nil {
 		return err
 	}
@@ -40,7 +37,7 @@ func (w *Workers) terminate(ctx context.Context, pod *corev1.Pod) error {
 // killStale stops and removes the sandboxes of namespace/name whose pod
 // UID is not keep (all of them when keep is empty): their pod is gone.
 func (w *Workers) killStale(ctx context.Context, namespace, name, keep string) error {
-	sandboxes, err := w.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{
+	sandboxes, err := w.reader.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{
 		podconfig.LabelPodNamespace: namespace, podconfig.LabelPodName: name}})
 	if err != nil {
 		return err
@@ -64,7 +61,7 @@ func (w *Workers) killStale(ctx context.Context, namespace, name, keep string) e
 // grace seconds, then stops and removes the sandboxes. pod, when not nil,
 // gets the Killing events and its containers' preStop hooks run first.
 func (w *Workers) kill(ctx context.Context, pod *corev1.Pod, key, value string, grace int64) error {
-	sandboxes, err := w.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{key: value}})
+	sandboxes, err := w.reader.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{key: value}})
 	if err != nil {
 		return err
 	}
@@ -72,7 +69,7 @@ func (w *Workers) kill(ctx context.Context, pod *corev1.Pod, key, value string, 
 		if err := w.stopSandbox(ctx, pod, sb.Id, grace); err != nil {
 			return err
 		}
-		if err := w.runtime.RemovePodSandbox(ctx, sb.Id); err != nil {
+		if err := w.sandboxes.RemovePodSandbox(ctx, sb.Id); err != nil {
 			return err
 		}
 	}
@@ -85,12 +82,12 @@ func (w *Workers) kill(ctx context.Context, pod *corev1.Pod, key, value string, 
 // each within what is left of the grace period.
 func (w *Workers) stopSandbox(ctx context.Context, pod *corev1.Pod, id string, grace int64) error {
 	start := time.Now()
-	containers, err := w.runtime.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: id})
+	containers, err := w.reader.ListContainers(ctx, &runtimeapi.ContainerFilter{PodSandboxId: id})
 	if err != nil {
 		return err
 	}
 	podIP := ""
-	if st, err := w.runtime.PodSandboxStatus(ctx, id, false); err == nil {
+	if st, err := w.reader.PodSandboxStatus(ctx, id, false); err == nil {
 		if ips := sandboxIPs(st.GetStatus()); len(ips) > 0 {
 			podIP = ips[0]
 		}
@@ -135,7 +132,7 @@ func (w *Workers) stopSandbox(ctx context.Context, pod *corev1.Pod, id string, g
 	if err := errors.Join(stopErrs...); err != nil {
 		return err
 	}
-	return w.runtime.StopPodSandbox(ctx, id)
+	return w.sandboxes.StopPodSandbox(ctx, id)
 }
 
 // stopSidecars stops pod's running sidecars, one by one in reverse order,
@@ -176,7 +173,7 @@ func (w *Workers) stopContainer(ctx context.Context, pod *corev1.Pod, c *corev1.
 		cancel()
 		grace -= int64(time.Since(start).Seconds())
 	}
-	return w.runtime.StopContainer(ctx, id, max(grace, minGracePeriod))
+	return w.containers.StopContainer(ctx, id, max(grace, minGracePeriod))
 }
 
 // specOf is pod's container, init container or ephemeral container
@@ -207,14 +204,14 @@ func gracePeriod(pod *corev1.Pod) int64 {
 
 // stopSandboxes stops the ready sandboxes of the pod with uid.
 func (w *Workers) stopSandboxes(ctx context.Context, uid string) error {
-	sandboxes, err := w.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
+	sandboxes, err := w.reader.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{
 		LabelSelector: map[string]string{podconfig.LabelPodUID: uid},
 		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}})
 	if err != nil {
 		return err
 	}
 	for _, sb := range sandboxes {
-		if err := w.runtime.StopPodSandbox(ctx, sb.Id); err != nil {
+		if err := w.sandboxes.StopPodSandbox(ctx, sb.Id); err != nil {
 			return err
 		}
 	}

@@ -20,38 +20,25 @@ import (
 	listerscorev1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"orch/internal/kubelet/cri"
 	"orch/internal/kubelet/podconfig"
 	"orch/internal/kubelet/prober"
 	"orch/internal/kubelet/staticpods"
 	"orch/internal/kubelet/volumes"
+	"orch/internal/worker"
 )
 
-// Runtime is the part of the CRI the pod workers call.
+// Runtime is every part of the CRI the pod workers call; each part is
+// declared where it is used.
 type Runtime interface {
-	RunPodSandbox(ctx context.Context, config *runtimeapi.PodSandboxConfig, runtimeHandler string) (string, error)
-	StopPodSandbox(ctx context.Context, id string) error
-	RemovePodSandbox(ctx context.Context, id string) error
-	PodSandboxStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.PodSandboxStatusResponse, error)
-	ListPodSandbox(ctx context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error)
-	CreateContainer(ctx context.Context, podSandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
-	StartContainer(ctx context.Context, id string) error
-	StopContainer(ctx context.Context, id string, timeout int64) error
-	ListContainers(ctx context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error)
-	ContainerStatus(ctx context.Context, id string, verbose bool) (*runtimeapi.ContainerStatusResponse, error)
-	RemoveContainer(ctx context.Context, id string) error
-	ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (stdout, stderr []byte, exitCode int32, err error)
-	ImageStatus(ctx context.Context, image *runtimeapi.ImageSpec, verbose bool) (*runtimeapi.ImageStatusResponse, error)
-	PullImage(ctx context.Context, image *runtimeapi.ImageSpec, auth *runtimeapi.AuthConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
+	podReader
+	sandboxRuntime
+	containerRuntime
+	imageRuntime
+	prober.Runtime
 }
-
-var (
-	_ Runtime = (*cri.Runtime)(nil)
-	_ Runtime = (*cri.Fake)(nil)
-)
 
 // Workers runs the pods bound to one node. Set the exported fields, if at
 // all, before Start.
@@ -82,40 +69,50 @@ type Workers struct {
 	Resync time.Duration
 	// Parallel is the number of pods synced at once (default 4).
 	Parallel int
-	// Now is the clock of status timestamps and of restart back-offs
-	// (time.Now when nil).
+	// Now is the clock of status timestamps and of the restart and
+	// image pull back-offs (time.Now when nil).
 	Now func() time.Time
 
-	client   kubernetes.Interface
-	node     podconfig.Node
-	runtime  Runtime
-	log      *slog.Logger
-	recorder record.EventRecorder
-	lister   listerscorev1.PodLister
-	services listerscorev1.ServiceLister // every Service, for containers' service links
-	queue    workqueue.TypedRateLimitingInterface[string]
-	probes   *prober.Manager
-	volumes  *volumes.Manager
-	keys     sync.Map             // pod UID → namespace/name, for the probes' changes
-	host     podconfig.HostResolv // ResolvConf, parsed
-	static   *staticpods.Source   // nil without a StaticPodDir
-	mirrors  *staticpods.Mirror
+	client     kubernetes.Interface
+	node       podconfig.Node
+	reader     podReader
+	sandboxes  sandboxRuntime
+	containers containerRuntime
+	images     imageRuntime
+	exec       prober.Runtime // hooks and probes
+	log        *slog.Logger
+	recorder   record.EventRecorder
+	lister     listerscorev1.PodLister
+	services   listerscorev1.ServiceLister // every Service, for containers' service links
+	queue      workqueue.TypedRateLimitingInterface[string]
+	probes     *prober.Manager
+	volumes    *volumes.Manager
+	keys       sync.Map             // pod UID → namespace/name, for the probes' changes
+	host       podconfig.HostResolv // ResolvConf, parsed
+	static     *staticpods.Source   // nil without a StaticPodDir
+	mirrors    *staticpods.Mirror
 
 	relists    int                   // relists done; every resyncEvery-th is a full one
 	prevRelist map[string]runtimePod // by pod UID, what the last relist saw
 
-	mu       sync.Mutex
-	waiting  map[string]map[string]*corev1.ContainerStateWaiting // pod UID → container → why it waits
-	backoffs map[string]*backOffEntry                            // pod UID/container → restart back-off
+	restarts *flowcontrol.Backoff // by restartKey
+	pulls    *flowcontrol.Backoff // by pullKey
+
+	mu      sync.Mutex
+	waiting map[string]map[string]*corev1.ContainerStateWaiting // pod UID → container → why it waits
+	notes   map[string]*backOffNote                             // by back-off key
 }
 
 // New returns the pod workers of node (node.Name is the node's name).
 func New(client kubernetes.Interface, node podconfig.Node, runtime Runtime, log *slog.Logger) *Workers {
-	return &Workers{
-		client: client, node: node, runtime: runtime, log: log.With("component", "pods", "node", node.Name),
-		waiting:  map[string]map[string]*corev1.ContainerStateWaiting{},
-		backoffs: map[string]*backOffEntry{},
+	w := &Workers{
+		client: client, node: node, log: log.With("component", "pods", "node", node.Name),
+		reader: runtime, sandboxes: runtime, containers: runtime, images: runtime, exec: runtime,
+		waiting: map[string]map[string]*corev1.ContainerStateWaiting{},
+		notes:   map[string]*backOffNote{},
 	}
+	w.restarts, w.pulls = newBackOff(w.now), newBackOff(w.now)
+	return w
 }
 
 // Start watches the node's pods and syncs them until ctx ends.
@@ -169,7 +166,6 @@ func (w *Workers) Start(ctx context.Context) error {
 	services.Start(ctx.Done())
 	defer factory.Shutdown()
 	defer services.Shutdown()
-	defer w.queue.ShutDown()
 	if !cache.WaitForCacheSync(ctx.Done(), informer.Informer().HasSynced, servicesSynced) {
 		return ctx.Err()
 	}
@@ -187,19 +183,13 @@ func (w *Workers) Start(ctx context.Context) error {
 		}
 	}
 
-	var wg sync.WaitGroup
-	for range w.Parallel {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for w.processNext(ctx) {
-			}
-		}()
-	}
-	wait.UntilWithContext(ctx, w.relist, w.Relist)
-	w.queue.ShutDown()
-	wg.Wait()
-	return nil
+	relisted := make(chan struct{})
+	go func() {
+		defer close(relisted)
+		wait.UntilWithContext(ctx, w.relist, w.Relist)
+	}()
+	defer func() { <-relisted }()
+	return worker.Run(ctx, w.queue, worker.Errors(w.sync), worker.Options{Workers: w.Parallel, Log: w.log})
 }
 
 // setUp makes the parts the syncs use besides the runtime: the event
@@ -208,7 +198,7 @@ func (w *Workers) setUp(recorder record.EventRecorder) {
 	w.recorder = recorder
 	w.volumes = volumes.New(w.RootDir, w.client, w.log)
 	w.volumes.Allocatable = w.node.Allocatable
-	w.probes = prober.NewManager(w.runtime, w.recorder, w.probeChanged, w.log)
+	w.probes = prober.NewManager(w.exec, w.recorder, w.probeChanged, w.log)
 }
 
 // readResolvConf is the node's resolv.conf; nothing (and a warning)
@@ -252,23 +242,7 @@ func (w *Workers) probeChanged(uid types.UID) {
 	}
 }
 
-func (w *Workers) processNext(ctx context.Context) bool {
-	key, quit := w.queue.Get()
-	if quit {
-		return false
-	}
-	defer w.queue.Done(key)
-	if err := w.sync(ctx, key); err != nil {
-		if ctx.Err() == nil {
-			w.log.Info("sync pod", "pod", key, "err", err)
-		}
-		w.queue.AddRateLimited(key)
-		return true
-	}
-	w.queue.Forget(key)
-	return true
-}
-
+// now is w.Now, or the real time.
 func (w *Workers) now() time.Time {
 	if w.Now != nil {
 		return w.Now()
