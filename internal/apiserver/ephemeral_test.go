@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/utils/ptr"
 
-	"orch/internal/controller/controllertest/kubectltest"
+	"orch/internal/envtest"
 )
 
 // debugContainer is what `kubectl debug -it POD --image=IMG --target=app` adds.
@@ -213,7 +213,7 @@ func TestEphemeralContainers(t *testing.T) {
 	}
 
 	// The real kubectl debug (without attaching: no kubelet runs here).
-	kubectltest.MustContain(t, srv.Config, `Targeting container "app"`, "debug", "web", "-n", "eph", "--image=busybox:1", "--target=app", "--container=kdebug")
+	envtest.KubectlContains(t, srv.Config, `Targeting container "app"`, "debug", "web", "-n", "eph", "--image=busybox:1", "--target=app", "--container=kdebug")
 	after, err := pods.Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

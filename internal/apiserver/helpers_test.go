@@ -9,14 +9,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"orch/internal/apiserver/apitest"
+	"orch/internal/envtest"
 )
 
 // newClient starts a real apiserver on real etcd and returns a clientset
 // with namespace ns created.
-func newClient(t *testing.T, ns string) (*apitest.Server, kubernetes.Interface) {
+func newClient(t *testing.T, ns string) (*envtest.Server, kubernetes.Interface) {
 	t.Helper()
-	srv := apitest.Start(t)
+	srv := envtest.Start(t)
 	client := kubernetes.NewForConfigOrDie(srv.Config)
 	if ns != "" {
 		_, err := client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
@@ -31,16 +31,4 @@ func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+
+	"orch/internal/envtest"
 )
 
 // recorder keeps what an informer's handlers saw, as "verb name/value".
@@ -70,7 +72,7 @@ func TestInformersSeeEveryChange(t *testing.T) {
 			t.Fatalf("informer for %v did not sync", typ)
 		}
 	}
-	eventually(t, "the initial configmap", func() bool { return cms.has("add before/0") })
+	envtest.EventuallyTrue(t, "the initial configmap", func() bool { return cms.has("add before/0") })
 
 	cmClient := client.CoreV1().ConfigMaps("inf")
 	for i := 1; i <= 3; i++ {
@@ -99,10 +101,10 @@ func TestInformersSeeEveryChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"add cm1/1", "update cm1/2", "add cm3/1", "update cm3/2", "delete cm2/2"} {
-		eventually(t, "configmap event "+want, func() bool { return cms.has(want) })
+		envtest.EventuallyTrue(t, "configmap event "+want, func() bool { return cms.has(want) })
 	}
 	for _, want := range []string{"add p/busybox:1", "update p/busybox:2", "delete p/busybox:2"} {
-		eventually(t, "pod event "+want, func() bool { return pods.has(want) })
+		envtest.EventuallyTrue(t, "pod event "+want, func() bool { return pods.has(want) })
 	}
 }
 

@@ -23,15 +23,14 @@ import (
 	"k8s.io/client-go/transport/spdy"
 	"k8s.io/client-go/util/exec"
 
-	"orch/internal/apiserver/apitest"
-	"orch/internal/controller/controllertest/kubectltest"
+	"orch/internal/envtest"
 	"orch/internal/kubelet/server/servertest"
 )
 
 // kubeletCluster is a test apiserver whose Node node-1 is a test kubelet
 // (servertest) running pod default/web with containers app and sidecar.
 type kubeletCluster struct {
-	api     *apitest.Server
+	api     *envtest.Server
 	kubelet *servertest.Kubelet
 	client  kubernetes.Interface
 	ids     []string
@@ -44,7 +43,7 @@ func startKubeletCluster(t *testing.T) *kubeletCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := apitest.StartWith(t, apitest.Options{KubeletTLS: &tls.Config{RootCAs: k.PKI.CAPool(), Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}})
+	api := envtest.StartWith(t, envtest.Options{KubeletTLS: &tls.Config{RootCAs: k.PKI.CAPool(), Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}})
 	client := kubernetes.NewForConfigOrDie(api.Config)
 	ctx := context.Background()
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
@@ -76,28 +75,28 @@ func startKubeletCluster(t *testing.T) *kubeletCluster {
 func TestKubectlLogsAndExecThroughTheKubelet(t *testing.T) {
 	c := startKubeletCluster(t)
 	c.kubelet.WriteLog(t, c.ids[0], "stdout F hello from app", "stderr F and its stderr")
-	kubectltest.MustContain(t, c.api.Config, "hello from app\nand its stderr\n", "logs", "web", "-c", "app")
-	kubectltest.MustContain(t, c.api.Config, "and its stderr", "logs", "web", "-c", "app", "--tail=1")
+	envtest.KubectlContains(t, c.api.Config, "hello from app\nand its stderr\n", "logs", "web", "-c", "app")
+	envtest.KubectlContains(t, c.api.Config, "and its stderr", "logs", "web", "-c", "app", "--tail=1")
 	// kubectl picks the first container itself; the API refuses to guess.
-	kubectltest.MustContain(t, c.api.Config, "hello from app", "logs", "web")
+	envtest.KubectlContains(t, c.api.Config, "hello from app", "logs", "web")
 	_, err := c.client.CoreV1().Pods("default").GetLogs("web", &corev1.PodLogOptions{}).Stream(context.Background())
 	if !apierrors.IsBadRequest(err) || err.Error() != "a container name must be specified for pod web, choose one of: [app sidecar]" {
 		t.Errorf("pods/log without a container: %v", err)
 	}
-	out, err := kubectltest.Run(t, c.api.Config, "logs", "web", "-c", "nope")
+	out, err := envtest.Kubectl(t, c.api.Config, "logs", "web", "-c", "nope")
 	if err == nil || !strings.Contains(out+err.Error(), "container nope is not valid for pod web") {
 		t.Errorf("kubectl logs -c nope: %v %q", err, out)
 	}
-	out, err = kubectltest.Run(t, c.api.Config, "logs", "web", "-c", "app", "--previous")
+	out, err = envtest.Kubectl(t, c.api.Config, "logs", "web", "-c", "app", "--previous")
 	if err == nil || !strings.Contains(out+err.Error(), `previous terminated container "app" in pod "web" not found`) {
 		t.Errorf("kubectl logs --previous: %v %q", err, out)
 	}
-	if out, err := kubectltest.Run(t, c.api.Config, "logs", "pending"); err != nil || out != "" {
+	if out, err := envtest.Kubectl(t, c.api.Config, "logs", "pending"); err != nil || out != "" {
 		t.Errorf("logs of a pod not scheduled: %v %q, want nothing", err, out)
 	}
-	kubectltest.MustContain(t, c.api.Config, "hi there", "exec", "web", "-c", "app", "--", "echo", "hi", "there")
-	kubectltest.MustContain(t, c.api.Config, "attached", "attach", "web", "-c", "app")
-	out, err = kubectltest.Run(t, c.api.Config, "exec", "pending", "--", "echo")
+	envtest.KubectlContains(t, c.api.Config, "hi there", "exec", "web", "-c", "app", "--", "echo", "hi", "there")
+	envtest.KubectlContains(t, c.api.Config, "attached", "attach", "web", "-c", "app")
+	out, err = envtest.Kubectl(t, c.api.Config, "exec", "pending", "--", "echo")
 	if err == nil || !strings.Contains(out+err.Error(), "pod pending does not have a host assigned") {
 		t.Errorf("exec in a pod not scheduled: %v %q", err, out)
 	}

@@ -21,8 +21,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 
-	"orch/internal/apiserver/apitest"
-	"orch/internal/controller/controllertest/kubectltest"
+	"orch/internal/envtest"
 	"orch/internal/pki"
 )
 
@@ -122,7 +121,7 @@ func TestMetricsAPIAndKubectlTop(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := &testClock{now: time.Now()}
-	api := apitest.StartWith(t, apitest.Options{Now: clock.Now,
+	api := envtest.StartWith(t, envtest.Options{Now: clock.Now,
 		KubeletTLS: &tls.Config{RootCAs: bundle.CAPool(), Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}})
 	client := kubernetes.NewForConfigOrDie(api.Config)
 	k1 := startStatsKubelet(t, bundle, node1Summary)
@@ -148,19 +147,19 @@ func TestMetricsAPIAndKubectlTop(t *testing.T) {
 		}
 	}
 
-	kubectltest.MustContain(t, api.Config, "NodeMetrics", "api-resources", "--api-group=metrics.k8s.io")
-	top := topLines(t, kubectltest.MustContain(t, api.Config, "MEMORY(%)", "top", "node"))
+	envtest.KubectlContains(t, api.Config, "NodeMetrics", "api-resources", "--api-group=metrics.k8s.io")
+	top := topLines(t, envtest.KubectlContains(t, api.Config, "MEMORY(%)", "top", "node"))
 	wantLines(t, top, map[string]string{
 		"node-1": "500m 25% 1024Mi 25%", "node-3": "250m 12% 512Mi 12%",
 		"node-2": "<unknown> <unknown> <unknown> <unknown>", "node-4": "<unknown> <unknown> <unknown> <unknown>"})
 	if k4.requests.Load() != 0 || k3.requests.Load() != 2 {
 		t.Errorf("kubelet requests: NotReady node %d (want 0), node-3 %d (want 2: one more for a rate)", k4.requests.Load(), k3.requests.Load())
 	}
-	top = topLines(t, kubectltest.MustContain(t, api.Config, "web", "top", "pod", "-n", "ns"))
+	top = topLines(t, envtest.KubectlContains(t, api.Config, "web", "top", "pod", "-n", "ns"))
 	wantLines(t, top, map[string]string{"web": "120m 80Mi", "db": "5m 200Mi"})
-	top = topLines(t, kubectltest.MustContain(t, api.Config, "sidecar", "top", "pod", "-n", "ns", "-l", "app=web", "--containers"))
+	top = topLines(t, envtest.KubectlContains(t, api.Config, "sidecar", "top", "pod", "-n", "ns", "-l", "app=web", "--containers"))
 	wantLines(t, top, map[string]string{"web": "sidecar 20m 16Mi"}) // app 100m 64Mi is the line before
-	kubectltest.MustContain(t, api.Config, "500m", "top", "node", "node-1")
+	envtest.KubectlContains(t, api.Config, "500m", "top", "node", "node-1")
 	if n := k1.requests.Load(); n != 1 {
 		t.Errorf("node-1's kubelet was asked %d times within 15 s, want 1 (cached)", n)
 	}
@@ -187,11 +186,11 @@ func TestMetricsAPIAndKubectlTop(t *testing.T) {
 	}
 
 	metricsErrors(t, client)
-	out, err := kubectltest.Run(t, api.Config, "get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes/nope")
+	out, err := envtest.Kubectl(t, api.Config, "get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes/nope")
 	if err == nil || !strings.Contains(out+err.Error(), `nodemetrics.metrics.k8s.io "nope" not found`) {
 		t.Errorf("kubectl get --raw of an unknown node: %v %q", err, out)
 	}
-	kubectltest.MustContain(t, api.Config, `"kind":"NodeMetricsList"`, "get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes")
+	envtest.KubectlContains(t, api.Config, `"kind":"NodeMetricsList"`, "get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes")
 }
 
 // metricsErrors checks the not found and bad request answers.

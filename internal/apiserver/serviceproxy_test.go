@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"orch/internal/apiserver/apitest"
+	"orch/internal/envtest"
 )
 
 // TestServiceProxyErrors checks how services/proxy picks endpoints without
@@ -20,7 +20,7 @@ import (
 // EndpointSlices may not name): not-ready endpoints and endpoints whose pod
 // lacks the address are skipped, unknown ports and services are errors.
 func TestServiceProxyErrors(t *testing.T) {
-	api := apitest.Start(t)
+	api := envtest.Start(t)
 	client := kubernetes.NewForConfigOrDie(api.Config)
 	ctx := context.Background()
 	must := func(_ any, err error) {

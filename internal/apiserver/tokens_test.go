@@ -20,15 +20,15 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"orch/internal/apiserver/apitest"
 	"orch/internal/apiserver/filters"
 	"orch/internal/apiserver/satoken"
+	"orch/internal/envtest"
 )
 
 const issuer = "https://kubernetes.default.svc.cluster.local"
 
 // asToken is a clientset that authenticates with a bearer token.
-func asToken(srv *apitest.Server, token string) kubernetes.Interface {
+func asToken(srv *envtest.Server, token string) kubernetes.Interface {
 	return kubernetes.NewForConfigOrDie(&rest.Config{Host: srv.URL, BearerToken: token, QPS: -1, Timeout: 30 * time.Second})
 }
 
@@ -348,7 +348,7 @@ func TestIssuerDiscovery(t *testing.T) {
 // TestServiceAccountAdmission: pods get the default service account and
 // the kube-api-access volume as upstream's admission adds them.
 func TestServiceAccountAdmission(t *testing.T) {
-	srv := apitest.StartWith(t, apitest.Options{ServiceAccountAdmission: true})
+	srv := envtest.StartWith(t, envtest.Options{ServiceAccountAdmission: true})
 	client := kubernetes.NewForConfigOrDie(srv.Config)
 	ctx := testContext(t)
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, metav1.CreateOptions{}); err != nil {

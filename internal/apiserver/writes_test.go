@@ -13,6 +13,8 @@ import (
 	corev1apply "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1apply "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"orch/internal/envtest"
 )
 
 func deployment(name string) *appsv1.Deployment {
@@ -344,7 +346,7 @@ func TestPodPriorityFromClass(t *testing.T) {
 	if _, err := classes.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "dflt"}, Value: 7, GlobalDefault: true}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the default class to be used", func() bool {
+	envtest.EventuallyTrue(t, "the default class to be used", func() bool {
 		p, err := client.CoreV1().Pods("prio").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "d-"}, Spec: pod("", "").Spec}, metav1.CreateOptions{})
 		return err == nil && *p.Spec.Priority == 7 && p.Spec.PriorityClassName == "dflt"
 	})

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 
+	"orch/internal/envtest"
 	"orch/internal/etcdsnapshot"
 	"orch/internal/pki"
 	"orch/internal/storage"
@@ -44,20 +44,10 @@ func emptyConfig(t *testing.T) string {
 	return path
 }
 
-func freeTCPAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func TestEtcdSnapshotSaveLsDeletePrune(t *testing.T) {
-	addr := freeTCPAddr(t)
+	addr := envtest.FreeAddr(t)
 	e, err := storage.StartEtcd(storage.EtcdConfig{Dir: t.TempDir(), Name: "orch", UnsafeNoFsync: true,
-		ClientURL: "http://" + addr, PeerURL: "http://" + freeTCPAddr(t)})
+		ClientURL: "http://" + addr, PeerURL: "http://" + envtest.FreeAddr(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +135,7 @@ func TestEtcdSnapshotReadsServerConfigFile(t *testing.T) {
 func TestEtcdSnapshotSaveWithoutServer(t *testing.T) {
 	dataDir := t.TempDir()
 	_, err := runSnapshot(t, "save", "--config", emptyConfig(t), "--data-dir", dataDir, "--node-name", "n",
-		"--etcd-endpoint", "http://"+freeTCPAddr(t))
+		"--etcd-endpoint", "http://"+envtest.FreeAddr(t))
 	if err == nil || !strings.Contains(err.Error(), "is orch server running on this host?") {
 		t.Fatalf("save with no server: %v, want it to ask whether orch server runs", err)
 	}
@@ -160,9 +150,9 @@ func TestEtcdSnapshotSaveOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := freeTCPAddr(t)
+	addr := envtest.FreeAddr(t)
 	e, err := storage.StartEtcd(storage.EtcdConfig{Dir: t.TempDir(), Name: "orch", UnsafeNoFsync: true,
-		ClientURL: "https://" + addr, PeerURL: "http://" + freeTCPAddr(t),
+		ClientURL: "https://" + addr, PeerURL: "http://" + envtest.FreeAddr(t),
 		ClientTLS: transport.TLSInfo{CertFile: files.ServerCert, KeyFile: files.ServerKey, TrustedCAFile: files.CACert, ClientCertAuth: true}})
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package etcdsnapshot_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"sync"
 	"testing"
@@ -12,6 +11,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"orch/internal/envtest"
 )
 
 // member is a real embedded etcd member for a test. It is configured the way
@@ -30,7 +31,7 @@ func startEtcd(t *testing.T, dir, name, peerURL string) *member {
 	cfg.Name, cfg.Dir, cfg.UnsafeNoFsync = name, dir, true
 	cfg.Logger, cfg.LogLevel = "zap", "error"
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	clientURL := "http://" + freeAddr(t)
+	clientURL := "http://" + envtest.FreeAddr(t)
 	cu, _ := url.Parse(clientURL)
 	pu, err := url.Parse(peerURL)
 	if err != nil {
@@ -69,16 +70,6 @@ func (m *member) client(t *testing.T) *clientv3.Client {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func put(t *testing.T, c *clientv3.Client, key, value string) {

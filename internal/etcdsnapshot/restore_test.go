@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"orch/internal/envtest"
 	"orch/internal/etcdsnapshot"
 )
 
@@ -27,7 +28,7 @@ var quiet = slog.New(slog.DiscardHandler)
 func seed(t *testing.T, n int) (*member, string, etcdsnapshot.Snapshot, map[string]string) {
 	t.Helper()
 	dataDir := filepath.Join(t.TempDir(), "etcd")
-	m := startEtcd(t, dataDir, "orch", "http://"+freeAddr(t))
+	m := startEtcd(t, dataDir, "orch", "http://"+envtest.FreeAddr(t))
 	c := m.client(t)
 	want := map[string]string{}
 	for i := range n {
@@ -83,7 +84,7 @@ func TestRestoreIntoNewDir(t *testing.T) {
 	const n = 25
 	_, _, snap, want := seed(t, n)
 	target := filepath.Join(t.TempDir(), "new", "etcd")
-	peer := "http://" + freeAddr(t)
+	peer := "http://" + envtest.FreeAddr(t)
 	if err := etcdsnapshot.Restore(context.Background(), snap.Path, target, "restored", peer, quiet); err != nil {
 		t.Fatal(err)
 	}

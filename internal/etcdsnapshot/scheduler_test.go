@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 
+	"orch/internal/envtest"
 	"orch/internal/etcdsnapshot"
 )
 
@@ -72,7 +73,7 @@ func (c *fakeClock) step(t *testing.T, want time.Duration) {
 }
 
 func TestSchedulerSnapshotsOnScheduleAndPrunes(t *testing.T) {
-	m := startEtcd(t, filepath.Join(t.TempDir(), "etcd"), "orch", "http://"+freeAddr(t))
+	m := startEtcd(t, filepath.Join(t.TempDir(), "etcd"), "orch", "http://"+envtest.FreeAddr(t))
 	// The server passes its in-process client; use one here too.
 	client := v3client.New(m.etcd.Server)
 	t.Cleanup(func() { client.Close() })

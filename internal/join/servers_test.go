@@ -9,18 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-)
 
-// closedAddr is a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
+	"orch/internal/envtest"
+)
 
 func TestServersFailOverAndRemember(t *testing.T) {
 	up, err := net.Listen("tcp", "127.0.0.1:0")
@@ -28,7 +19,7 @@ func TestServersFailOverAndRemember(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer up.Close()
-	down := closedAddr(t)
+	down := envtest.FreeAddr(t)
 	file := filepath.Join(t.TempDir(), ServersFile)
 	s := newServers(down, file, slog.Default())
 	s.Set([]string{down, up.Addr().String()})
@@ -52,7 +43,7 @@ func TestServersFailOverAndRemember(t *testing.T) {
 }
 
 func TestServersAllDown(t *testing.T) {
-	a, b := closedAddr(t), closedAddr(t)
+	a, b := envtest.FreeAddr(t), envtest.FreeAddr(t)
 	s := newServers(a, filepath.Join(t.TempDir(), ServersFile), slog.Default())
 	s.Set([]string{b})
 	_, err := s.DialContext(context.Background(), "tcp", "x:1")

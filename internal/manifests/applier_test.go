@@ -15,8 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"orch/internal/apiserver/apitest"
-	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 	builtin "orch/manifests"
 )
 
@@ -53,7 +52,7 @@ value: 1000
 `
 
 // startApplier runs an Applier on dir against s until the test ends.
-func startApplier(t *testing.T, s *apitest.Server, dir string) {
+func startApplier(t *testing.T, s *envtest.Server, dir string) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if os.Getenv("ORCH_TEST_LOG") != "" {
@@ -75,7 +74,7 @@ func startApplier(t *testing.T, s *apitest.Server, dir string) {
 // added and changed are applied, broken files apply nothing and say where
 // they are broken, failures are tried again, and Events record it all.
 func TestApplier(t *testing.T) {
-	s := apitest.Start(t)
+	s := envtest.Start(t)
 	client := kubernetes.NewForConfigOrDie(s.Config)
 	ctx := context.Background()
 	for _, ns := range []string{"default", "kube-system"} { // orch's bootstrap makes them; it does not run here
@@ -91,12 +90,12 @@ func TestApplier(t *testing.T) {
 	startApplier(t, s, dir)
 
 	// The built-in defaults and a dropped file are applied.
-	controllertest.Eventually(t, "the built-in local-storage StorageClass", func() (bool, error) {
+	envtest.Eventually(t, "the built-in local-storage StorageClass", func() (bool, error) {
 		sc, err := client.StorageV1().StorageClasses().Get(ctx, "local-storage", metav1.GetOptions{})
 		return err == nil && sc.Provisioner == "kubernetes.io/no-provisioner", err
 	})
 	var cm *corev1.ConfigMap
-	controllertest.Eventually(t, "ConfigMap default/app-config", func() (ok bool, err error) {
+	envtest.Eventually(t, "ConfigMap default/app-config", func() (ok bool, err error) {
 		cm, err = client.CoreV1().ConfigMaps("default").Get(ctx, "app-config", metav1.GetOptions{})
 		return err == nil, err
 	})
@@ -106,15 +105,15 @@ func TestApplier(t *testing.T) {
 	if mf := cm.ManagedFields; len(mf) != 1 || mf[0].Manager != FieldManager || mf[0].Operation != metav1.ManagedFieldsOperationApply {
 		t.Errorf("managedFields %+v, want one Apply entry of %q", mf, FieldManager)
 	}
-	controllertest.Eventually(t, "Deployment kube-system/app", func() (bool, error) {
+	envtest.Eventually(t, "Deployment kube-system/app", func() (bool, error) {
 		d, err := client.AppsV1().Deployments("kube-system").Get(ctx, "app", metav1.GetOptions{})
 		return err == nil && *d.Spec.Replicas == 2, err
 	})
-	controllertest.Eventually(t, "PriorityClass app-priority", func() (bool, error) {
+	envtest.Eventually(t, "PriorityClass app-priority", func() (bool, error) {
 		pc, err := client.SchedulingV1().PriorityClasses().Get(ctx, "app-priority", metav1.GetOptions{})
 		return err == nil && pc.Value == 1000, err
 	})
-	controllertest.Eventually(t, "an AppliedManifest event about the ConfigMap", func() (bool, error) {
+	envtest.Eventually(t, "an AppliedManifest event about the ConfigMap", func() (bool, error) {
 		return len(appliedEvents(t, client, "ConfigMap", "app-config", cm.UID)) == 1, nil
 	})
 	deployment, _ := client.AppsV1().Deployments("kube-system").Get(ctx, "app", metav1.GetOptions{})
@@ -131,11 +130,11 @@ func TestApplier(t *testing.T) {
 
 	// A changed file updates the objects; unchanged objects are not written.
 	write(t, dir, "app.yaml", strings.Replace(appV1, "greeting: hello", "greeting: bonjour", 1))
-	controllertest.Eventually(t, "the ConfigMap's new data", func() (bool, error) {
+	envtest.Eventually(t, "the ConfigMap's new data", func() (bool, error) {
 		cm, err := client.CoreV1().ConfigMaps("default").Get(ctx, "app-config", metav1.GetOptions{})
 		return err == nil && cm.Data["greeting"] == "bonjour", err
 	})
-	controllertest.Eventually(t, "a second AppliedManifest event about the ConfigMap", func() (bool, error) {
+	envtest.Eventually(t, "a second AppliedManifest event about the ConfigMap", func() (bool, error) {
 		return len(appliedEvents(t, client, "ConfigMap", "app-config", cm.UID)) == 2, nil
 	})
 	if d, err := client.AppsV1().Deployments("kube-system").Get(ctx, "app", metav1.GetOptions{}); err != nil || d.ResourceVersion != deployment.ResourceVersion {
@@ -146,7 +145,7 @@ func TestApplier(t *testing.T) {
 	// which file and line.
 	write(t, dir, "broken.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: half\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\n   labels: x\n")
 	path := filepath.Join(dir, "broken.yaml")
-	controllertest.Eventually(t, "an ApplyManifestFailed event naming broken.yaml:10", func() (bool, error) {
+	envtest.Eventually(t, "an ApplyManifestFailed event naming broken.yaml:10", func() (bool, error) {
 		for _, e := range kubeSystemEvents(t, client) {
 			if e.Reason == ReasonFailed && e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, path+":10: not valid YAML or JSON") {
 				return true, nil
@@ -182,7 +181,7 @@ func TestApplier(t *testing.T) {
 	write(t, dir, "later.json", `{"apiVersion": "v1", "kind": "List", "items": [
 		{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "later", "namespace": "later"}},
 		{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}]}`)
-	controllertest.Eventually(t, "ApplyManifestFailed events about the ConfigMap and the Widget", func() (bool, error) {
+	envtest.Eventually(t, "ApplyManifestFailed events about the ConfigMap and the Widget", func() (bool, error) {
 		var cmFailed, widgetFailed bool
 		for _, e := range kubeSystemEvents(t, client) {
 			cmFailed = cmFailed || e.Reason == ReasonFailed && e.InvolvedObject.Name == "later" && strings.Contains(e.Message, "later.json")
@@ -194,7 +193,7 @@ func TestApplier(t *testing.T) {
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "later"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "ConfigMap later/later, applied on a retry", func() (bool, error) {
+	envtest.Eventually(t, "ConfigMap later/later, applied on a retry", func() (bool, error) {
 		_, err := client.CoreV1().ConfigMaps("later").Get(ctx, "later", metav1.GetOptions{})
 		return err == nil, err
 	})
@@ -205,7 +204,7 @@ func TestApplier(t *testing.T) {
 func waitForScans(t *testing.T, client kubernetes.Interface, dir, marker string) {
 	t.Helper()
 	write(t, dir, "zz-"+marker+".yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "+marker+"}\n")
-	controllertest.Eventually(t, "marker ConfigMap "+marker, func() (bool, error) {
+	envtest.Eventually(t, "marker ConfigMap "+marker, func() (bool, error) {
 		_, err := client.CoreV1().ConfigMaps("default").Get(context.Background(), marker, metav1.GetOptions{})
 		return err == nil, err
 	})

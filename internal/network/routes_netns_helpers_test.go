@@ -177,19 +177,6 @@ func seenBy(t *testing.T, ns, addr string) (string, error) {
 	return string(b), err
 }
 
-// eventually retries f until it returns nil, for up to 30 s (a guard: the
-// test asserts on what f sees, not on how long it took).
-func eventually(t *testing.T, what string, f func() error) {
-	t.Helper()
-	var err error
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if err = f(); err == nil {
-			return
-		}
-	}
-	t.Fatalf("%s: %v", what, err)
-}
-
 // syncBuffer is a log sink the routers write to from their goroutines.
 type syncBuffer struct {
 	mu sync.Mutex

@@ -12,6 +12,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"orch/internal/envtest"
 )
 
 // TestRoutesBetweenNodeNamespaces builds two nodes as network namespaces
@@ -94,11 +96,11 @@ func testRoutesBetweenNodes(t *testing.T, backend string) {
 	contains("ip_forward", l.inOK(a, "cat", "/proc/sys/net/ipv4/ip_forward"), "1")
 
 	// Pod to pod, both ways, with the pods' own addresses.
-	eventually(t, "pod a pings pod b", func() error {
+	envtest.Eventually(t, "pod a pings pod b", func() (bool, error) {
 		if out, err := l.in(pa, "busybox", "ping", "-c", "1", "-W", "2", "10.42.2.2"); err != nil {
-			return fmt.Errorf("%v: %s", err, out)
+			return false, fmt.Errorf("%v: %s", err, out)
 		}
-		return nil
+		return true, nil
 	})
 	echoRemote(t, pb, "10.42.2.2:8080")
 	echoRemote(t, pa, "10.42.1.2:8080")
@@ -118,24 +120,24 @@ func testRoutesBetweenNodes(t *testing.T, backend string) {
 	// Drift: a route and a rule removed by hand are put back.
 	l.inOK(a, "ip", "route", "del", "10.42.2.0/24")
 	l.inOK(a, "iptables", "-F", ForwardChain)
-	eventually(t, "node a puts its route and rules back", func() error {
+	envtest.Eventually(t, "node a puts its route and rules back", func() (bool, error) {
 		routes := l.inOK(a, "ip", "route", "show", "proto", "123")
 		rules := l.inOK(a, "iptables", "-S", ForwardChain)
 		if !strings.Contains(routes, "10.42.2.0/24") || !strings.Contains(rules, "-d 10.42.0.0/16") {
-			return fmt.Errorf("not yet:\n%s%s", routes, rules)
+			return false, fmt.Errorf("not yet:\n%s%s", routes, rules)
 		}
-		return nil
+		return true, nil
 	})
 
 	// Node b leaves: node a forgets it, and only it.
 	if err := client.CoreV1().Nodes().Delete(context.Background(), "b", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "node a removes the route to node b's pods", func() error {
+	envtest.Eventually(t, "node a removes the route to node b's pods", func() (bool, error) {
 		if routes := l.inOK(a, "ip", "route", "show", "proto", "123"); strings.Contains(routes, "10.42.2.0/24") {
-			return errors.New("still there:\n" + routes)
+			return false, errors.New("still there:\n" + routes)
 		}
-		return nil
+		return true, nil
 	})
 	if backend == BackendVXLAN {
 		fdb := l.inOK(a, "bridge", "fdb", "show", "dev", "orch.vxlan")

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 	"orch/internal/kubelet/containerd/containerdtest"
 	"orch/internal/kubelet/cri"
 )
@@ -47,8 +49,8 @@ func updateCalls(f *cri.Fake) []string {
 // retries a failing runtime, puts back a removed file, keeps the file when
 // the Node goes away and follows a new podCIDR.
 func TestCNIConfigWriter(t *testing.T) {
-	env := controllertest.New(t)
-	client := env.Context.Client
+	env := envtest.New(t)
+	client := env.Client
 	createNode(t, client, "n1", "")
 	createNode(t, client, "n2", "10.42.9.0/24")
 
@@ -56,8 +58,9 @@ func TestCNIConfigWriter(t *testing.T) {
 	rt.FailNext("UpdateRuntimeConfig", errors.New("runtime busy"))
 	dir := filepath.Join(t.TempDir(), "net.d")
 	opts := BridgeOptions{MTU: 1400}
+	logs := &logRecorder{Handler: containerdtest.Logger(t).Handler(), mu: &sync.Mutex{}, msgs: new([]string)}
 	w := NewCNIConfigWriter(CNIConfig{NodeName: "n1", ConfDir: dir, Bridge: opts, Resync: time.Second},
-		client, rt, containerdtest.Logger(t))
+		client, rt, slog.New(logs))
 	if w.Path() != filepath.Join(dir, "10-orch.conflist") {
 		t.Errorf("Path() = %q", w.Path())
 	}
@@ -88,8 +91,11 @@ func TestCNIConfigWriter(t *testing.T) {
 		}
 	}
 
-	// n1 has no podCIDR yet: nothing is written (n2's is not ours).
-	time.Sleep(time.Second)
+	// n1 has no podCIDR yet: once the writer has seen it, nothing is
+	// written (n2's is not ours).
+	envtest.EventuallyTrue(t, "the writer to wait for n1's podCIDR", func() bool {
+		return slices.Contains(logs.messages(), "waiting for the node's podCIDR (given by the server's node IPAM)")
+	})
 	if _, err := os.Stat(w.Path()); !os.IsNotExist(err) {
 		t.Fatalf("conflist written before the node has a podCIDR: %v", err)
 	}
@@ -109,7 +115,7 @@ func TestCNIConfigWriter(t *testing.T) {
 	}
 	select {
 	case <-w.Ready():
-	case <-time.After(controllertest.EventuallyTimeout):
+	case <-time.After(envtest.EventuallyTimeout):
 		t.Fatal("not Ready after the node got its podCIDR")
 	}
 	if ok, err := wantFile("10.42.1.0/24")(); !ok {
@@ -135,21 +141,25 @@ func TestCNIConfigWriter(t *testing.T) {
 	if err := os.Remove(w.Path()); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "the removed conflist is back", wantFile("10.42.1.0/24"))
+	envtest.Eventually(t, "the removed conflist is back", wantFile("10.42.1.0/24"))
 
-	// The Node goes away: the file stays for the pods still running.
-	if err := client.CoreV1().Nodes().Delete(ctx, "n1", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
+	// The Node goes away: the file stays for the pods still running, so
+	// when it comes back with the same podCIDR nothing is written again.
+	// Then it comes back with another podCIDR: the file and the runtime
+	// follow.
+	for _, podCIDR := range []string{"10.42.1.0/24", "10.42.2.0/24"} {
+		if err := client.CoreV1().Nodes().Delete(ctx, "n1", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		createNode(t, client, "n1", podCIDR)
 	}
-	time.Sleep(time.Second)
-	if ok, err := wantFile("10.42.1.0/24")(); !ok {
-		t.Fatalf("after the Node was deleted: %v", err)
+	envtest.Eventually(t, "the conflist on the new podCIDR", wantFile("10.42.2.0/24"))
+	wrote := "wrote the pod network's CNI config"
+	if got, want := slices.DeleteFunc(logs.messages(), func(m string) bool { return !strings.HasPrefix(m, wrote) }),
+		[]string{wrote + " 10.42.1.0/24", wrote + " 10.42.1.0/24", wrote + " 10.42.2.0/24"}; !slices.Equal(got, want) {
+		t.Errorf("writes %q, want %q (the first, the removed file put back, the new podCIDR)", got, want)
 	}
-
-	// Registered again with another podCIDR: the file and the runtime follow.
-	createNode(t, client, "n1", "10.42.2.0/24")
-	controllertest.Eventually(t, "the conflist on the new podCIDR", wantFile("10.42.2.0/24"))
-	controllertest.Eventually(t, "the runtime told the new podCIDR", func() (bool, error) {
+	envtest.Eventually(t, "the runtime told the new podCIDR", func() (bool, error) {
 		return w.PodCIDR() == "10.42.2.0/24", nil
 	})
 	if got, want := updateCalls(rt), []string{"UpdateRuntimeConfig 10.42.1.0/24", "UpdateRuntimeConfig 10.42.1.0/24", "UpdateRuntimeConfig 10.42.2.0/24"}; !slices.Equal(got, want) {
@@ -218,4 +228,41 @@ func TestWriteIfChanged(t *testing.T) {
 	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
 		t.Errorf("temporary files left: %v", entries)
 	}
+}
+
+// logRecorder is a slog.Handler that also keeps each message, followed by
+// its podCIDR when it has one, for the test to see what the writer did.
+type logRecorder struct {
+	slog.Handler
+	mu   *sync.Mutex
+	msgs *[]string
+}
+
+func (r *logRecorder) Handle(ctx context.Context, rec slog.Record) error {
+	m := rec.Message
+	rec.Attrs(func(a slog.Attr) bool {
+		if a.Key == "podCIDR" {
+			m += " " + a.Value.String()
+		}
+		return true
+	})
+	r.mu.Lock()
+	*r.msgs = append(*r.msgs, m)
+	r.mu.Unlock()
+	return r.Handler.Handle(ctx, rec)
+}
+
+func (r *logRecorder) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &logRecorder{Handler: r.Handler.WithAttrs(attrs), mu: r.mu, msgs: r.msgs}
+}
+
+func (r *logRecorder) WithGroup(name string) slog.Handler {
+	return &logRecorder{Handler: r.Handler.WithGroup(name), mu: r.mu, msgs: r.msgs}
+}
+
+// messages returns a copy of what was logged so far.
+func (r *logRecorder) messages() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(*r.msgs)
 }

@@ -20,8 +20,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
-	"orch/internal/apiserver/apitest"
-	"orch/internal/controller"
+	"orch/internal/envtest"
 	"orch/internal/scheduler"
 	st "orch/internal/scheduler/schedtest"
 )
@@ -35,7 +34,7 @@ func BenchmarkSchedulerThroughAPI(b *testing.B) {
 	var rate float64
 	for range b.N {
 		b.StopTimer()
-		srv := apitest.Start(b)
+		srv := envtest.Start(b)
 		client := kubernetes.NewForConfigOrDie(srv.Config)
 		ctx, cancel := context.WithCancel(context.Background())
 		if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
@@ -53,11 +52,9 @@ func BenchmarkSchedulerThroughAPI(b *testing.B) {
 		broadcaster := record.NewBroadcaster()
 		broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 		factory := informers.NewSharedInformerFactory(client, 0)
-		s := scheduler.New(controller.Context{Client: client, Informers: factory, Clock: clock.RealClock{},
-			Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Recorder: func(c string) record.EventRecorder {
-				return broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: c})
-			}})
+		s := scheduler.New(scheduler.Config{Client: client, Informers: factory, Clock: clock.RealClock{},
+			Log:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Recorder: broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: scheduler.Name})})
 		var bound atomic.Int64
 		done := make(chan struct{})
 		factory.Core().V1().Pods().Informer().AddEventHandler(toolscache.ResourceEventHandlerFuncs{

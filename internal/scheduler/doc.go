@@ -41,10 +41,11 @@
 //		fmt.Println(res.Node)
 //	}
 //
-// In a server the scheduler is built from the shared controller Context
-// before the informers start, and runs until its context ends:
+// In a server the scheduler is built on the process's shared informers
+// before they start, and runs until its context ends:
 //
-//	s := scheduler.New(cctx) // registers its informers
-//	cctx.Informers.Start(ctx.Done())
-//	err := s.Start(ctx)      // blocks
+//	s := scheduler.New(scheduler.Config{Client: client, Informers: factory,
+//		Recorder: recorder, Log: log, Clock: clock.RealClock{}}) // registers its informers
+//	factory.Start(ctx.Done())
+//	err := s.Start(ctx) // blocks
 package scheduler

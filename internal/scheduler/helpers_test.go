@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 	"orch/internal/scheduler"
 	"orch/internal/simnode"
 )
@@ -24,12 +23,13 @@ type cluster struct {
 }
 
 func newCluster(t *testing.T, nodes ...simnode.Node) *cluster {
-	env := controllertest.New(t, "default", v1.NamespaceNodeLease)
-	c := &cluster{t: t, client: env.Context.Client, sim: simnode.New(env.Context.Client, env.Context.Log)}
+	env := envtest.New(t, "default", v1.NamespaceNodeLease)
+	c := &cluster{t: t, client: env.Client, sim: simnode.New(env.Client, env.Log)}
 	for _, n := range nodes {
 		c.addNode(context.Background(), n)
 	}
-	s := scheduler.New(env.Context)
+	s := scheduler.New(scheduler.Config{Client: env.Client, Informers: env.Informers,
+		Recorder: env.Recorder(scheduler.Name), Log: env.Log, Clock: env.Clock})
 	c.ctx = env.Start(t, s, c.sim)
 	return c
 }
@@ -59,23 +59,11 @@ func (c *cluster) get(name string) *v1.Pod {
 	return p
 }
 
-// waitFor polls cond until it holds (the deadline only stops a hung test).
-func (c *cluster) waitFor(what string, cond func() bool) {
-	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // nodeOf waits until the pod is bound and returns its node.
 func (c *cluster) nodeOf(name string) string {
 	c.t.Helper()
 	var node string
-	c.waitFor(name+" to be bound", func() bool {
+	envtest.EventuallyTrue(c.t, name+" to be bound", func() bool {
 		node = c.get(name).Spec.NodeName
 		return node != ""
 	})
@@ -87,7 +75,7 @@ func (c *cluster) nodeOf(name string) string {
 func (c *cluster) unschedulable(name string) (string, string) {
 	c.t.Helper()
 	var cond v1.PodCondition
-	c.waitFor(name+" to be marked unschedulable", func() bool {
+	envtest.EventuallyTrue(c.t, name+" to be marked unschedulable", func() bool {
 		for _, cd := range c.get(name).Status.Conditions {
 			if cd.Type == v1.PodScheduled && cd.Status == v1.ConditionFalse {
 				cond = cd
@@ -104,7 +92,7 @@ func (c *cluster) unschedulable(name string) (string, string) {
 func (c *cluster) event(name, reason string) (string, string) {
 	c.t.Helper()
 	var typ, msg string
-	c.waitFor(fmt.Sprintf("a %s event for %s", reason, name), func() bool {
+	envtest.EventuallyTrue(c.t, fmt.Sprintf("a %s event for %s", reason, name), func() bool {
 		list, err := c.client.CoreV1().Events("default").List(c.ctx, metav1.ListOptions{})
 		if err != nil {
 			return false

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"orch/internal/envtest"
 	st "orch/internal/scheduler/schedtest"
 	"orch/internal/simnode"
 )
@@ -204,7 +205,7 @@ func TestVolumeBindingLocalVolumes(t *testing.T) {
 	// volume (pv-n2 is taken), binds the volume to the claim, and binds the
 	// pod once the claim is bound (here the test plays the PV controller).
 	c.create(st.Pod("consumer").PVC("waiting").Obj())
-	c.waitFor("pv-n3 to be claimed", func() bool {
+	envtest.EventuallyTrue(t, "pv-n3 to be claimed", func() bool {
 		pv, err := c.client.CoreV1().PersistentVolumes().Get(c.ctx, "pv-n3", metav1.GetOptions{})
 		return err == nil && pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.Name == "waiting"
 	})

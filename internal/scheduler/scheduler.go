@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	schedulinglisters "k8s.io/client-go/listers/scheduling/v1"
@@ -16,7 +17,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
-	"orch/internal/controller"
 	fw "orch/internal/scheduler/framework"
 	"orch/internal/scheduler/plugins"
 	"orch/internal/scheduler/queue"
@@ -45,16 +45,31 @@ type Scheduler struct {
 	wg       sync.WaitGroup
 }
 
-// New builds a scheduler and registers its informers on ctx.Informers;
+// Config is what a scheduler needs from the process that runs it.
+type Config struct {
+	// Client binds pods and writes their status.
+	Client kubernetes.Interface
+	// Informers is shared with the rest of the process; the caller starts
+	// it after New has asked for its informers.
+	Informers informers.SharedInformerFactory
+	// Recorder writes the scheduler's events (as Name).
+	Recorder record.EventRecorder
+	// Log is scoped with "component", "scheduler".
+	Log *slog.Logger
+	// Clock is injected so tests can move time.
+	Clock clock.WithTicker
+}
+
+// New builds a scheduler and registers its informers on cfg.Informers;
 // the caller starts the factory.
-func New(ctx controller.Context) *Scheduler {
-	inf := ctx.Informers
+func New(cfg Config) *Scheduler {
+	inf := cfg.Informers
 	s := &Scheduler{
-		client: ctx.Client, recorder: ctx.Recorder(Name), log: ctx.Log.With("component", "scheduler"),
-		clock: ctx.Clock, fw: plugins.NewDefault(), queue: queue.New(ctx.Clock), cache: newCache(),
+		client: cfg.Client, recorder: cfg.Recorder, log: cfg.Log.With("component", "scheduler"),
+		clock: cfg.Clock, fw: plugins.NewDefault(), queue: queue.New(cfg.Clock), cache: newCache(),
 		pods: inf.Core().V1().Pods().Lister(), classes: inf.Scheduling().V1().PriorityClasses().Lister(),
 	}
-	s.fw.Now = ctx.Clock.Now
+	s.fw.Now = cfg.Clock.Now
 	sel := &selectors{services: inf.Core().V1().Services().Lister(), rcs: inf.Core().V1().ReplicationControllers().Lister(),
 		rss: inf.Apps().V1().ReplicaSets().Lister(), sss: inf.Apps().V1().StatefulSets().Lister()}
 	s.cache.snap.Selectors = sel.of

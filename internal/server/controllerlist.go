@@ -50,7 +50,8 @@ func controllers(p parsed) func(ctx controller.Context) ([]run.Named, error) {
 			return nil, fmt.Errorf("read the cluster CA for kube-root-ca.crt: %w", err)
 		}
 		return []run.Named{
-			{Name: "scheduler", Runnable: scheduler.New(ctx)},
+			{Name: "scheduler", Runnable: scheduler.New(scheduler.Config{Client: ctx.Client, Informers: ctx.Informers,
+				Recorder: ctx.Recorder(scheduler.Name), Log: ctx.Log, Clock: ctx.Clock})},
 			{Name: "nodelifecycle", Runnable: lifecycle},
 			{Name: "podgc", Runnable: podgc.New(ctx)},
 			{Name: "replicaset", Runnable: replicaset.New(ctx)},

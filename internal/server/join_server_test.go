@@ -22,8 +22,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"orch/internal/controller/controllertest"
 	"orch/internal/controller/nodepassword"
+	"orch/internal/envtest"
 	"orch/internal/join"
 	"orch/internal/pki"
 )
@@ -36,24 +36,14 @@ type testServer struct {
 	caPEM               []byte
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func startTestServer(t *testing.T) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := Config{
 		DataDir: dir, WriteKubeconfig: filepath.Join(dir, "admin.yaml"), WriteKubeconfigMode: 0o600,
-		HTTPSPort: freePort(t), BindAddress: "127.0.0.1", AdvertiseAddress: "127.0.0.1",
+		HTTPSPort: envtest.FreePort(t), BindAddress: "127.0.0.1", AdvertiseAddress: "127.0.0.1",
 		ClusterCIDR: "10.42.0.0/16", ServiceCIDR: "10.43.0.0/16", ClusterDNS: "10.43.0.10", ClusterDomain: "cluster.local",
-		EtcdClientPort: freePort(t), EtcdPeerPort: freePort(t), UnsafeNoFsync: true,
+		EtcdClientPort: envtest.FreePort(t), EtcdPeerPort: envtest.FreePort(t), UnsafeNoFsync: true,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -71,7 +61,7 @@ func startTestServer(t *testing.T) *testServer {
 	})
 	s := &testServer{url: "https://127.0.0.1:" + strconv.Itoa(cfg.HTTPSPort), dataDir: dir}
 	// The token and the kubeconfig are written before the listener serves.
-	controllertest.Eventually(t, "server wrote its token and kubeconfig", func() (bool, error) {
+	envtest.Eventually(t, "server wrote its token and kubeconfig", func() (bool, error) {
 		select {
 		case err := <-done:
 			t.Fatalf("server stopped: %v", err)
@@ -257,7 +247,7 @@ func TestJoinRealServer(t *testing.T) {
 				t.Errorf("Renewer: %v", err)
 			}
 		}()
-		controllertest.Eventually(t, "certificates renewed", func() (bool, error) {
+		envtest.Eventually(t, "certificates renewed", func() (bool, error) {
 			return creds.ClientCertificate() != old, nil
 		})
 		renewed := creds.ClientCertificate().Leaf
@@ -286,14 +276,14 @@ func TestJoinRealServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		secrets := s.admin.CoreV1().Secrets("kube-system")
-		controllertest.Eventually(t, "the Node's UID on its password secret", func() (bool, error) {
+		envtest.Eventually(t, "the Node's UID on its password secret", func() (bool, error) {
 			secret, err := secrets.Get(ctx, "agent-a.node-password.orch", metav1.GetOptions{})
 			return err == nil && secret.Annotations[nodepassword.NodeUIDAnnotation] == string(node.UID), err
 		})
 		if err := s.admin.CoreV1().Nodes().Delete(ctx, "agent-a", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		controllertest.Eventually(t, "password secret deleted with the Node", func() (bool, error) {
+		envtest.Eventually(t, "password secret deleted with the Node", func() (bool, error) {
 			_, err := secrets.Get(ctx, "agent-a.node-password.orch", metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		})

@@ -2,6 +2,7 @@ package simnode_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -13,23 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"orch/internal/apiserver/apitest"
+	"orch/internal/envtest"
 	"orch/internal/simnode"
 )
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestSimulatedNodeRunsPods(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := envtest.Start(t)
 	client := kubernetes.NewForConfigOrDie(srv.Config)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -43,6 +33,10 @@ func TestSimulatedNodeRunsPods(t *testing.T) {
 	if err := sim.Add(ctx, simnode.Node{Name: "n1", CPU: "2", Memory: "4Gi", Labels: map[string]string{"zone": "a"}}); err != nil {
 		t.Fatal(err)
 	}
+	// n2's lease is the clock of the heartbeat loop below.
+	if err := sim.Add(ctx, simnode.Node{Name: "n2", CPU: "1", Memory: "1Gi"}); err != nil {
+		t.Fatal(err)
+	}
 	go sim.Start(ctx)
 
 	node, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
@@ -54,7 +48,7 @@ func TestSimulatedNodeRunsPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := lease.Spec.RenewTime.Time
-	waitFor(t, "the lease to be renewed", func() bool {
+	envtest.EventuallyTrue(t, "the lease to be renewed", func() bool {
 		l, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "n1", metav1.GetOptions{})
 		return err == nil && l.Spec.RenewTime.After(first)
 	})
@@ -64,7 +58,7 @@ func TestSimulatedNodeRunsPods(t *testing.T) {
 	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the pod to run and be ready", func() bool {
+	envtest.EventuallyTrue(t, "the pod to run and be ready", func() bool {
 		p, err := pods.Get(ctx, "p", metav1.GetOptions{})
 		return err == nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].Ready
 	})
@@ -72,7 +66,7 @@ func TestSimulatedNodeRunsPods(t *testing.T) {
 	if _, err := pods.Patch(ctx, "p", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the pod to fail", func() bool {
+	envtest.EventuallyTrue(t, "the pod to fail", func() bool {
 		p, err := pods.Get(ctx, "p", metav1.GetOptions{})
 		return err == nil && p.Status.Phase == corev1.PodFailed && p.Status.ContainerStatuses[0].State.Terminated.ExitCode == 1
 	})
@@ -81,25 +75,45 @@ func TestSimulatedNodeRunsPods(t *testing.T) {
 	if _, err := pods.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "q"}, Spec: pod.Spec}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "q to run", func() bool {
+	envtest.EventuallyTrue(t, "q to run", func() bool {
 		p, err := pods.Get(ctx, "q", metav1.GetOptions{})
 		return err == nil && p.Status.Phase == corev1.PodRunning
 	})
 	if err := pods.Delete(ctx, "q", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "q to be gone", func() bool {
+	envtest.EventuallyTrue(t, "q to be gone", func() bool {
 		_, err := pods.Get(ctx, "q", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
 
-	// Without heartbeats the lease stops moving.
+	// Without heartbeats the lease stops moving. The loop renews every
+	// node's lease once a round, one round after the other: two renewals of
+	// n2's lease mean a whole round began after StopHeartbeat (so one that
+	// began before has ended); two more, that a whole round ran since.
+	renewTime := func(node string) metav1.MicroTime {
+		l, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *l.Spec.RenewTime
+	}
+	rounds := func(n int) {
+		last := renewTime("n2")
+		for i := range n {
+			envtest.EventuallyTrue(t, fmt.Sprintf("renewal %d of n2's lease", i+1), func() bool {
+				now := renewTime("n2")
+				changed := !now.Equal(&last)
+				last = now
+				return changed
+			})
+		}
+	}
 	sim.StopHeartbeat("n1")
-	time.Sleep(300 * time.Millisecond)
-	before, _ := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "n1", metav1.GetOptions{})
-	time.Sleep(400 * time.Millisecond)
-	after, _ := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "n1", metav1.GetOptions{})
-	if !after.Spec.RenewTime.Equal(before.Spec.RenewTime) {
-		t.Errorf("the lease was renewed after StopHeartbeat")
+	rounds(2)
+	before := renewTime("n1")
+	rounds(2)
+	if after := renewTime("n1"); !after.Equal(&before) {
+		t.Errorf("the lease was renewed after StopHeartbeat: %v, then %v", before, after)
 	}
 }

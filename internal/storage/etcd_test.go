@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"orch/internal/envtest"
 	"orch/internal/storage"
 	"orch/internal/storage/storagetest"
 )
@@ -19,22 +21,13 @@ func startEtcd(t *testing.T) *storage.EmbeddedEtcd {
 	t.Helper()
 	e, err := storage.StartEtcd(storage.EtcdConfig{
 		Dir: t.TempDir(), Name: "test", UnsafeNoFsync: true,
-		ClientURL: "http://" + freeAddr(t), PeerURL: "http://" + freeAddr(t),
+		ClientURL: "http://" + envtest.FreeAddr(t), PeerURL: "http://" + envtest.FreeAddr(t),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Close)
 	return e
-}
-
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 func TestEtcdConformance(t *testing.T) {
@@ -213,9 +206,27 @@ func TestCacheProgressNotHeldBackByAnotherPrefix(t *testing.T) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s.Watch(wctx, "/other/", current)  // starts at current+1; nothing is written after
-	time.Sleep(200 * time.Millisecond) // let etcd register it
+	registered := etcdWatchers(t)
+	s.Watch(wctx, "/other/", current) // starts at current+1; nothing is written after
+	envtest.EventuallyTrue(t, "etcd to register the watch", func() bool { return etcdWatchers(t) > registered })
 	if _, rev, err := c.List(cctx, current, "/cache/"); err != nil || rev < current {
 		t.Fatalf("consistent list of the quiet prefix: at %d, %v; want at >= %d", rev, err, current)
 	}
+}
+
+// etcdWatchers is how many watches the embedded etcd servers of this
+// process have registered (etcd's own gauge).
+func etcdWatchers(t *testing.T) float64 {
+	t.Helper()
+	families, err := prometheus.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "etcd_debugging_mvcc_watcher_total" {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("etcd_debugging_mvcc_watcher_total is not registered")
+	return 0
 }

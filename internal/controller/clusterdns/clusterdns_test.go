@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 )
 
 // TestSliceFollowsNodes: kube-dns's EndpointSlice lists each node with a
@@ -46,7 +47,7 @@ func TestSliceFollowsNodes(t *testing.T) {
 			return ok, nil
 		}
 	}
-	controllertest.Eventually(t, "one endpoint per node with a podCIDR", want("a=10.42.1.1 ready=false", "b=10.42.2.1 ready=true"))
+	envtest.Eventually(t, "one endpoint per node with a podCIDR", want("a=10.42.1.1 ready=false", "b=10.42.2.1 ready=true"))
 
 	setReady(t, client, "a", corev1.ConditionTrue)
 	n, err := client.CoreV1().Nodes().Get(ctx, "nocidr", metav1.GetOptions{})
@@ -57,13 +58,13 @@ func TestSliceFollowsNodes(t *testing.T) {
 	if _, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "readiness and a new podCIDR followed",
+	envtest.Eventually(t, "readiness and a new podCIDR followed",
 		want("a=10.42.1.1 ready=true", "b=10.42.2.1 ready=true", "nocidr=10.42.3.1 ready=true"))
 
 	if err := client.CoreV1().Nodes().Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "a deleted node's endpoint goes", want("a=10.42.1.1 ready=true", "nocidr=10.42.3.1 ready=true"))
+	envtest.Eventually(t, "a deleted node's endpoint goes", want("a=10.42.1.1 ready=true", "nocidr=10.42.3.1 ready=true"))
 }
 
 func createNode(t *testing.T, client kubernetes.Interface, name, podCIDR string, ready corev1.ConditionStatus) {

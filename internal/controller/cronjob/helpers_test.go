@@ -14,6 +14,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 )
 
 var bg = context.Background()
@@ -131,7 +132,7 @@ func (c *cluster) finish(name string, succeeded bool, start, end time.Time) {
 // events returns "Type Reason Message" of the events about the cron job.
 func (c *cluster) events(name string) []string {
 	c.t.Helper()
-	return controllertest.Events(c.t, c.client, "default", "CronJob", name)
+	return envtest.Events(c.t, c.client, "default", "CronJob", name)
 }
 
 func (c *cluster) hasEvent(name, line string) bool {
@@ -160,7 +161,7 @@ func (c *cluster) noEventWith(name string, reasons ...string) {
 // next sync (a timer is waiting), so that the plan is made before the move.
 func (c *cluster) advanceTo(t time.Time) {
 	c.t.Helper()
-	controllertest.Eventually(c.t, "the controller to plan its next sync", func() (bool, error) { return c.clock.HasWaiters(), nil })
+	envtest.Eventually(c.t, "the controller to plan its next sync", func() (bool, error) { return c.clock.HasWaiters(), nil })
 	c.clock.SetTime(t)
 }
 

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 )
 
 func TestCronJobStartsAJobAtEachStartTime(t *testing.T) {
@@ -22,7 +22,7 @@ func TestCronJobStartsAJobAtEachStartTime(t *testing.T) {
 	first, second := nameAt(cj, tick[0]), nameAt(cj, tick[1])
 
 	c.advanceTo(tick[0].Add(time.Second))
-	controllertest.Eventually(t, "the first job and status", func() (bool, error) {
+	envtest.Eventually(t, "the first job and status", func() (bool, error) {
 		got := c.cronJob("hello")
 		return sameNames(c.jobNames(cj), first) && sameNames(activeNames(got), first) &&
 			got.Status.LastScheduleTime != nil && got.Status.LastScheduleTime.Time.Equal(tick[0]), nil
@@ -44,7 +44,7 @@ func TestCronJobStartsAJobAtEachStartTime(t *testing.T) {
 
 	// Allow: the next start time starts another job beside the running one.
 	c.advanceTo(tick[1].Add(time.Second))
-	controllertest.Eventually(t, "two active jobs", func() (bool, error) {
+	envtest.Eventually(t, "two active jobs", func() (bool, error) {
 		got := c.cronJob("hello")
 		return sameNames(activeNames(got), first, second) && got.Status.LastScheduleTime.Time.Equal(tick[1]), nil
 	})
@@ -52,11 +52,11 @@ func TestCronJobStartsAJobAtEachStartTime(t *testing.T) {
 	// The first one completes: it leaves status.active and sets lastSuccessfulTime.
 	done := tick[1].Add(20 * time.Second).Truncate(time.Second)
 	c.finish(first, true, tick[0], done)
-	controllertest.Eventually(t, "the completed job to leave status.active", func() (bool, error) {
+	envtest.Eventually(t, "the completed job to leave status.active", func() (bool, error) {
 		got := c.cronJob("hello")
 		return sameNames(activeNames(got), second) && got.Status.LastSuccessfulTime != nil && got.Status.LastSuccessfulTime.Time.Equal(done), nil
 	})
-	controllertest.Eventually(t, "events", func() (bool, error) {
+	envtest.Eventually(t, "events", func() (bool, error) {
 		return c.hasEvent("hello", "Normal SuccessfulCreate Created job "+first) &&
 			c.hasEvent("hello", "Normal SuccessfulCreate Created job "+second) &&
 			c.hasEvent("hello", "Normal SawCompletedJob Saw completed job: "+first+", condition: Complete"), nil
@@ -74,9 +74,9 @@ func TestForbidSkipsAStartWhileAJobRuns(t *testing.T) {
 	first, second := nameAt(cj, tick[0]), nameAt(cj, tick[1])
 
 	c.advanceTo(tick[0].Add(time.Second))
-	controllertest.Eventually(t, "the first job", func() (bool, error) { return sameNames(activeNames(c.cronJob("forbid")), first), nil })
+	envtest.Eventually(t, "the first job", func() (bool, error) { return sameNames(activeNames(c.cronJob("forbid")), first), nil })
 	c.advanceTo(tick[1].Add(time.Second))
-	controllertest.Eventually(t, "JobAlreadyActive", func() (bool, error) {
+	envtest.Eventually(t, "JobAlreadyActive", func() (bool, error) {
 		return c.hasEvent("forbid", "Normal JobAlreadyActive Not starting job because prior execution is running and concurrency policy is Forbid"), nil
 	})
 	if names := c.jobNames(cj); !sameNames(names, first) {
@@ -85,7 +85,7 @@ func TestForbidSkipsAStartWhileAJobRuns(t *testing.T) {
 
 	// Once it has finished, the skipped start runs late (no deadline is set).
 	c.finish(first, false, tick[0], tick[1].Add(5*time.Second))
-	controllertest.Eventually(t, "the skipped start to run", func() (bool, error) {
+	envtest.Eventually(t, "the skipped start to run", func() (bool, error) {
 		got := c.cronJob("forbid")
 		return sameNames(activeNames(got), second) && got.Status.LastScheduleTime.Time.Equal(tick[1]), nil
 	})
@@ -102,15 +102,15 @@ func TestReplaceDeletesTheRunningJob(t *testing.T) {
 	first, second := nameAt(cj, tick[0]), nameAt(cj, tick[1])
 
 	c.advanceTo(tick[0].Add(time.Second))
-	controllertest.Eventually(t, "the first job", func() (bool, error) { return sameNames(activeNames(c.cronJob("replace")), first), nil })
+	envtest.Eventually(t, "the first job", func() (bool, error) { return sameNames(activeNames(c.cronJob("replace")), first), nil })
 	c.advanceTo(tick[1].Add(time.Second))
-	controllertest.Eventually(t, "the first job replaced", func() (bool, error) {
+	envtest.Eventually(t, "the first job replaced", func() (bool, error) {
 		return sameNames(activeNames(c.cronJob("replace")), second) && sameNames(c.jobNames(cj), second), nil
 	})
 	if _, err := c.client.BatchV1().Jobs("default").Get(bg, first, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the replaced job: %v, want NotFound", err)
 	}
-	controllertest.Eventually(t, "events", func() (bool, error) {
+	envtest.Eventually(t, "events", func() (bool, error) {
 		return c.hasEvent("replace", "Normal SuccessfulDelete Deleted job "+first) &&
 			c.hasEvent("replace", "Normal SuccessfulCreate Created job "+second), nil
 	})
@@ -136,7 +136,7 @@ func TestSuspendedCronJobStartsNothingUntilResumed(t *testing.T) {
 	if _, err := c.client.BatchV1().Jobs("default").Create(bg, foreign, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "a sync while suspended", func() (bool, error) {
+	envtest.Eventually(t, "a sync while suspended", func() (bool, error) {
 		return c.hasEvent("paused", "Warning UnexpectedJob Saw a job that the controller did not create or forgot: paused-by-hand"), nil
 	})
 	if names := c.jobNames(cj); !sameNames(names, "paused-by-hand") {
@@ -153,7 +153,7 @@ func TestSuspendedCronJobStartsNothingUntilResumed(t *testing.T) {
 	}
 	// Resumed, it runs the latest missed start only.
 	latest := nameAt(cj, tick[1])
-	controllertest.Eventually(t, "the latest missed start to run", func() (bool, error) {
+	envtest.Eventually(t, "the latest missed start to run", func() (bool, error) {
 		return sameNames(c.jobNames(cj), latest) && sameNames(activeNames(c.cronJob("paused")), latest), nil
 	})
 }
@@ -169,17 +169,17 @@ func TestHistoryLimitsDeleteTheOldestFinishedJobs(t *testing.T) {
 	for i, at := range tick {
 		names[i] = nameAt(cj, at)
 		c.advanceTo(at.Add(time.Second))
-		controllertest.Eventually(t, names[i], func() (bool, error) {
+		envtest.Eventually(t, names[i], func() (bool, error) {
 			return sameNames(activeNames(c.cronJob("history")), names[i]), nil
 		})
 		c.finish(names[i], i < 2, at, at.Add(10*time.Second))
-		controllertest.Eventually(t, names[i]+" to finish", func() (bool, error) { return len(c.cronJob("history").Status.Active) == 0, nil })
+		envtest.Eventually(t, names[i]+" to finish", func() (bool, error) { return len(c.cronJob("history").Status.Active) == 0, nil })
 	}
 	// Two succeeded and two failed; one of each is kept, the newest.
-	controllertest.Eventually(t, "the oldest finished jobs deleted", func() (bool, error) {
+	envtest.Eventually(t, "the oldest finished jobs deleted", func() (bool, error) {
 		return sameNames(c.jobNames(cj), names[1], names[3]), nil
 	})
-	controllertest.Eventually(t, "events", func() (bool, error) {
+	envtest.Eventually(t, "events", func() (bool, error) {
 		return c.hasEvent("history", "Normal SuccessfulDelete Deleted job "+names[0]) &&
 			c.hasEvent("history", "Normal SuccessfulDelete Deleted job "+names[2]), nil
 	})
@@ -195,11 +195,11 @@ func TestDeletedActiveJobLeavesStatus(t *testing.T) {
 	tick := ticks(t, cj, 1)
 	name := nameAt(cj, tick[0])
 	c.advanceTo(tick[0].Add(time.Second))
-	controllertest.Eventually(t, "the job", func() (bool, error) { return sameNames(activeNames(c.cronJob("gone")), name), nil })
+	envtest.Eventually(t, "the job", func() (bool, error) { return sameNames(activeNames(c.cronJob("gone")), name), nil })
 	if err := c.client.BatchV1().Jobs("default").Delete(bg, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "status.active emptied", func() (bool, error) {
+	envtest.Eventually(t, "status.active emptied", func() (bool, error) {
 		return len(c.cronJob("gone").Status.Active) == 0 && c.hasEvent("gone", "Normal MissingJob Active job went missing: "+name), nil
 	})
 	// The start time was handled; it is not run again.
@@ -221,12 +221,12 @@ func TestStartingDeadlineSkipsLateStarts(t *testing.T) {
 	// Woken 30s after the first start time: too late, nothing starts, and the
 	// next sync is planned for the next start time.
 	c.advanceTo(tick[0].Add(30 * time.Second))
-	controllertest.Eventually(t, "the next sync to be planned", func() (bool, error) { return c.clock.HasWaiters(), nil })
+	envtest.Eventually(t, "the next sync to be planned", func() (bool, error) { return c.clock.HasWaiters(), nil })
 	if names := c.jobNames(cj); len(names) != 0 {
 		t.Fatalf("jobs %v started after the deadline", names)
 	}
 	c.advanceTo(tick[1].Add(5 * time.Second))
-	controllertest.Eventually(t, "the job within the deadline", func() (bool, error) {
+	envtest.Eventually(t, "the job within the deadline", func() (bool, error) {
 		return sameNames(c.jobNames(cj), nameAt(cj, tick[1])), nil
 	})
 }
@@ -243,7 +243,7 @@ func TestTimeZone(t *testing.T) {
 	}
 	c.advanceTo(tick.Add(30 * time.Second))
 	name := nameAt(cj, tick)
-	controllertest.Eventually(t, "the job at 09:00 Tokyo time", func() (bool, error) { return sameNames(c.jobNames(cj), name), nil })
+	envtest.Eventually(t, "the job at 09:00 Tokyo time", func() (bool, error) { return sameNames(c.jobNames(cj), name), nil })
 	if got, want := c.job(name).Annotations[batchv1.CronJobScheduledTimestampAnnotation], tick.In(tokyo).Format(time.RFC3339); got != want {
 		t.Errorf("scheduled timestamp %q, want %q", got, want)
 	}
@@ -257,10 +257,10 @@ func TestManyMissedStartTimes(t *testing.T) {
 	now := ticks(t, cj, 1)[0].Add(200*time.Minute + 15*time.Second)
 	c.advanceTo(now)
 	latest := nameAt(cj, now.Truncate(time.Minute))
-	controllertest.Eventually(t, "the latest start time to run", func() (bool, error) {
+	envtest.Eventually(t, "the latest start time to run", func() (bool, error) {
 		return sameNames(activeNames(c.cronJob("late")), latest), nil
 	})
-	controllertest.Eventually(t, "TooManyMissedTimes", func() (bool, error) {
+	envtest.Eventually(t, "TooManyMissedTimes", func() (bool, error) {
 		return c.hasEvent("late", "Warning TooManyMissedTimes too many missed start times. Set or decrease .spec.startingDeadlineSeconds or check clock skew"), nil
 	})
 	if names := c.jobNames(cj); !sameNames(names, latest) {
@@ -273,7 +273,7 @@ func TestManyMissedStartTimes(t *testing.T) {
 func TestScheduleThatNeverRuns(t *testing.T) {
 	c := startCluster(t)
 	cj := c.create(newCronJob("never", "0 0 31 2 *", batchv1.AllowConcurrent))
-	controllertest.Eventually(t, "InvalidSchedule", func() (bool, error) {
+	envtest.Eventually(t, "InvalidSchedule", func() (bool, error) {
 		return c.hasEvent("never", "Warning InvalidSchedule invalid schedule: 0 0 31 2 * : time difference between two schedules is less than 1 second"), nil
 	})
 	if c.clock.HasWaiters() {
@@ -299,7 +299,7 @@ func TestJobCreatedBeforeACrashIsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.advanceTo(tick.Add(time.Second))
-	controllertest.Eventually(t, "the job recorded", func() (bool, error) {
+	envtest.Eventually(t, "the job recorded", func() (bool, error) {
 		got := c.cronJob("crash")
 		return sameNames(activeNames(got), earlier.Name) && got.Status.LastScheduleTime != nil && got.Status.LastScheduleTime.Time.Equal(tick), nil
 	})
@@ -314,7 +314,7 @@ func TestJobCreatedBeforeACrashIsRecorded(t *testing.T) {
 func TestScheduleChangeWaitsForTheNewStartTime(t *testing.T) {
 	c := startCluster(t)
 	cj := c.create(newCronJob("change", "0 0 1 1 *", batchv1.AllowConcurrent))
-	controllertest.Eventually(t, "the yearly start to be planned", func() (bool, error) { return c.clock.HasWaiters(), nil })
+	envtest.Eventually(t, "the yearly start to be planned", func() (bool, error) { return c.clock.HasWaiters(), nil })
 	now := cj.CreationTimestamp.Add(5*time.Minute + 30*time.Second)
 	c.clock.SetTime(now)
 	got := c.cronJob("change")
@@ -322,10 +322,10 @@ func TestScheduleChangeWaitsForTheNewStartTime(t *testing.T) {
 	if _, err := c.client.BatchV1().CronJobs("default").Update(bg, got, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "the new start time to be planned beside the yearly one", func() (bool, error) { return c.clock.Waiters() == 2, nil })
+	envtest.Eventually(t, "the new start time to be planned beside the yearly one", func() (bool, error) { return c.clock.Waiters() == 2, nil })
 	next := now.Truncate(time.Minute).Add(time.Minute)
 	c.clock.SetTime(next.Add(time.Second))
-	controllertest.Eventually(t, "the job of the new schedule", func() (bool, error) {
+	envtest.Eventually(t, "the job of the new schedule", func() (bool, error) {
 		return sameNames(activeNames(c.cronJob("change")), nameAt(cj, next)), nil
 	})
 	if names := c.jobNames(cj); !sameNames(names, nameAt(cj, next)) {

@@ -16,6 +16,7 @@ import (
 
 	"orch/internal/controller"
 	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 	"orch/internal/scheduler"
 	"orch/internal/simnode"
 )
@@ -40,7 +41,9 @@ func startCluster(t *testing.T, clk clock.WithTicker, nodes ...simnode.Node) *cl
 	for _, n := range nodes {
 		c.addNode(n)
 	}
-	env.Start(t, New(env.Context), scheduler.New(env.Context), c.sim)
+	sched := scheduler.New(scheduler.Config{Client: env.Client, Informers: env.Informers,
+		Recorder: env.Recorder(scheduler.Name), Log: env.Log, Clock: clk})
+	env.Start(t, New(env.Context), sched, c.sim)
 	return c
 }
 
@@ -134,7 +137,7 @@ func (c *cluster) updateDS(name string, mutate func(*appsv1.DaemonSet)) {
 // events returns "Type Reason Message" of the events about DaemonSet name.
 func (c *cluster) events(name string) []string {
 	c.t.Helper()
-	return controllertest.Events(c.t, c.client, "default", "DaemonSet", name)
+	return envtest.Events(c.t, c.client, "default", "DaemonSet", name)
 }
 
 func (c *cluster) revisions(ds *appsv1.DaemonSet) []appsv1.ControllerRevision {

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 
-	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 	"orch/internal/simnode"
 )
 
@@ -29,7 +29,7 @@ func TestOnePodPerEligibleNode(t *testing.T) {
 	ds := c.createDS(newDS("agent", func(ds *appsv1.DaemonSet) {
 		ds.Spec.Template.Spec.NodeSelector = map[string]string{"disk": "ssd"}
 	}))
-	controllertest.EventuallyTrue(t, "pods on n1 and n4", func() bool {
+	envtest.EventuallyTrue(t, "pods on n1 and n4", func() bool {
 		return c.runsOn("agent", "n1", "n4") && statusIs(c.ds("agent"), 2, 2, 0, 2, 2, 2)
 	})
 
@@ -42,26 +42,26 @@ func TestOnePodPerEligibleNode(t *testing.T) {
 	}
 
 	c.updateNode("n3", func(n *corev1.Node) { n.Labels["disk"] = "ssd" })
-	controllertest.EventuallyTrue(t, "a pod on relabelled n3", func() bool { return c.runsOn("agent", "n1", "n3", "n4") })
+	envtest.EventuallyTrue(t, "a pod on relabelled n3", func() bool { return c.runsOn("agent", "n1", "n3", "n4") })
 
 	c.addNode(ssd("n5"))
-	controllertest.EventuallyTrue(t, "a pod on new n5", func() bool { return c.runsOn("agent", "n1", "n3", "n4", "n5") })
+	envtest.EventuallyTrue(t, "a pod on new n5", func() bool { return c.runsOn("agent", "n1", "n3", "n4", "n5") })
 
 	c.updateNode("n1", func(n *corev1.Node) { n.Labels["disk"] = "hdd" })
-	controllertest.EventuallyTrue(t, "n1's pod gone", func() bool {
+	envtest.EventuallyTrue(t, "n1's pod gone", func() bool {
 		return c.runsOn("agent", "n3", "n4", "n5") && statusIs(c.ds("agent"), 3, 3, 0, 3, 3, 3)
 	})
 
 	c.updateNode("n4", func(n *corev1.Node) {
 		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "evict", Value: "now", Effect: corev1.TaintEffectNoExecute})
 	})
-	controllertest.EventuallyTrue(t, "n4's pod evicted by a NoExecute taint", func() bool { return c.runsOn("agent", "n3", "n5") })
+	envtest.EventuallyTrue(t, "n4's pod evicted by a NoExecute taint", func() bool { return c.runsOn("agent", "n3", "n5") })
 
 	// A NoSchedule taint keeps new pods away but lets the running one stay.
 	c.updateNode("n3", func(n *corev1.Node) {
 		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "maintenance", Effect: corev1.TaintEffectNoSchedule})
 	})
-	controllertest.EventuallyTrue(t, "n3's pod counted misscheduled", func() bool { return statusIs(c.ds("agent"), 1, 1, 1, 1, 1, 1) })
+	envtest.EventuallyTrue(t, "n3's pod counted misscheduled", func() bool { return statusIs(c.ds("agent"), 1, 1, 1, 1, 1, 1) })
 	if !c.runsOn("agent", "n3", "n5") {
 		t.Fatalf("pods after a NoSchedule taint: %v", podNodes(c.pods("agent")))
 	}
@@ -69,12 +69,12 @@ func TestOnePodPerEligibleNode(t *testing.T) {
 	if err := c.client.CoreV1().Nodes().Delete(bg, "n5", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.EventuallyTrue(t, "n5 no longer desired", func() bool { return statusIs(c.ds("agent"), 0, 0, 1, 0, 0, 0) })
+	envtest.EventuallyTrue(t, "n5 no longer desired", func() bool { return statusIs(c.ds("agent"), 0, 0, 1, 0, 0, 0) })
 
-	controllertest.EventuallyTrue(t, "events", func() bool {
+	envtest.EventuallyTrue(t, "events", func() bool {
 		ev := c.events("agent")
-		return controllertest.CountPrefix(ev, "Normal SuccessfulCreate Created pod: agent-") == 4 &&
-			controllertest.CountPrefix(ev, "Normal SuccessfulDelete Deleted pod: agent-") == 2
+		return envtest.CountPrefix(ev, "Normal SuccessfulCreate Created pod: agent-") == 4 &&
+			envtest.CountPrefix(ev, "Normal SuccessfulDelete Deleted pod: agent-") == 2
 	})
 }
 
@@ -129,7 +129,7 @@ func TestTaintsAndTolerations(t *testing.T) {
 	c.createDS(newDS("logs", func(ds *appsv1.DaemonSet) {
 		ds.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}}
 	}))
-	controllertest.EventuallyTrue(t, "pods everywhere but db", func() bool {
+	envtest.EventuallyTrue(t, "pods everywhere but db", func() bool {
 		return c.runsOn("logs", "plain", "gpu", "prefer", "cordoned") && statusIs(c.ds("logs"), 4, 4, 0, 4, 4, 4)
 	})
 
@@ -138,7 +138,7 @@ func TestTaintsAndTolerations(t *testing.T) {
 		ds.Spec.Template.Spec.Tolerations = append(ds.Spec.Template.Spec.Tolerations,
 			corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute})
 	})
-	controllertest.EventuallyTrue(t, "a pod on db too", func() bool {
+	envtest.EventuallyTrue(t, "a pod on db too", func() bool {
 		return c.runsOn("logs", "plain", "gpu", "db", "prefer", "cordoned") && statusIs(c.ds("logs"), 5, 5, 0, 5, 5, 5)
 	})
 }
@@ -152,7 +152,7 @@ func TestPendingFailedAndOnDelete(t *testing.T) {
 		ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}
 		ds.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}
 	}))
-	controllertest.EventuallyTrue(t, "a running pod on big, a pending one for tiny", func() bool {
+	envtest.EventuallyTrue(t, "a running pod on big, a pending one for tiny", func() bool {
 		pods := c.pods("mon")
 		return len(pods) == 2 && statusIs(c.ds("mon"), 2, 2, 0, 1, 2, 1)
 	})
@@ -171,7 +171,7 @@ func TestPendingFailedAndOnDelete(t *testing.T) {
 	if err := c.client.CoreV1().Nodes().Delete(bg, "tiny", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.EventuallyTrue(t, "the pending pod deleted with its node", func() bool {
+	envtest.EventuallyTrue(t, "the pending pod deleted with its node", func() bool {
 		return c.runsOn("mon", "big") && statusIs(c.ds("mon"), 1, 1, 0, 1, 1, 1)
 	})
 
@@ -181,17 +181,17 @@ func TestPendingFailedAndOnDelete(t *testing.T) {
 	if _, err := c.client.CoreV1().Pods("default").Update(bg, &failed, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.EventuallyTrue(t, "a replacement of the failed pod", func() bool {
+	envtest.EventuallyTrue(t, "a replacement of the failed pod", func() bool {
 		pods := c.pods("mon")
 		return c.runsOn("mon", "big") && pods[0].Name != failed.Name
 	})
-	controllertest.EventuallyTrue(t, "a FailedDaemonPod event", func() bool {
-		return controllertest.CountPrefix(c.events("mon"), "Warning FailedDaemonPod Found failed daemon pod default/"+failed.Name+" on node big, will try to kill it") == 1
+	envtest.EventuallyTrue(t, "a FailedDaemonPod event", func() bool {
+		return envtest.CountPrefix(c.events("mon"), "Warning FailedDaemonPod Found failed daemon pod default/"+failed.Name+" on node big, will try to kill it") == 1
 	})
 
 	// OnDelete: a new template changes nothing until the pod is deleted.
 	c.updateDS("mon", func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = "busybox:2" })
-	controllertest.EventuallyTrue(t, "the new generation observed, the pod not updated", func() bool {
+	envtest.EventuallyTrue(t, "the new generation observed, the pod not updated", func() bool {
 		return statusIs(c.ds("mon"), 1, 1, 0, 1, 0, 1) && len(c.revisions(ds)) == 2
 	})
 	old := c.pods("mon")[0]
@@ -201,7 +201,7 @@ func TestPendingFailedAndOnDelete(t *testing.T) {
 	if err := c.client.CoreV1().Pods("default").Delete(bg, old.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.EventuallyTrue(t, "the replacement has the new template", func() bool {
+	envtest.EventuallyTrue(t, "the replacement has the new template", func() bool {
 		pods := c.pods("mon")
 		return c.runsOn("mon", "big") && pods[0].Spec.Containers[0].Image == "busybox:2" &&
 			pods[0].Labels[templateGenerationLabel] == "2" && statusIs(c.ds("mon"), 1, 1, 0, 1, 1, 1)
@@ -223,7 +223,7 @@ func TestHashCollision(t *testing.T) {
 		t.Fatal(err)
 	}
 	var taken string
-	controllertest.EventuallyTrue(t, "the probe's revision", func() bool {
+	envtest.EventuallyTrue(t, "the probe's revision", func() bool {
 		list, err := c.client.AppsV1().ControllerRevisions("probe").List(bg, metav1.ListOptions{})
 		if err != nil || len(list.Items) != 1 {
 			return false
@@ -240,7 +240,7 @@ func TestHashCollision(t *testing.T) {
 		t.Fatal(err)
 	}
 	ds := c.createDS(newDS("x", nil))
-	controllertest.EventuallyTrue(t, "a pod, and collisionCount 1", func() bool {
+	envtest.EventuallyTrue(t, "a pod, and collisionCount 1", func() bool {
 		got := c.ds("x")
 		return c.runsOn("x", "n1") && got.Status.CollisionCount != nil && *got.Status.CollisionCount == 1 && statusIs(got, 1, 1, 0, 1, 1, 1)
 	})

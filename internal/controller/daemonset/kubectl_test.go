@@ -7,8 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/utils/clock"
 
-	"orch/internal/controller/controllertest"
-	"orch/internal/controller/controllertest/kubectltest"
+	"orch/internal/envtest"
 	"orch/internal/simnode"
 )
 
@@ -16,13 +15,13 @@ import (
 // what it printed.
 func (c *cluster) kubectl(args ...string) (string, error) {
 	c.t.Helper()
-	return kubectltest.Run(c.t, c.config, args...)
+	return envtest.Kubectl(c.t, c.config, args...)
 }
 
 // mustKubectl runs kubectl and fails the test unless it prints want.
 func (c *cluster) mustKubectl(want string, args ...string) string {
 	c.t.Helper()
-	return kubectltest.MustContain(c.t, c.config, want, args...)
+	return envtest.KubectlContains(c.t, c.config, want, args...)
 }
 
 // kubectl rollout status, history and undo work on the revisions and
@@ -46,7 +45,7 @@ func TestKubectlRollout(t *testing.T) {
 	c.mustKubectl("busybox:1", "rollout", "history", "ds/web", "--revision=1")
 
 	c.mustKubectl("daemonset.apps/web rolled back", "rollout", "undo", "ds/web")
-	controllertest.EventuallyTrue(t, "busybox:1 again, as revision 3", func() bool {
+	envtest.EventuallyTrue(t, "busybox:1 again, as revision 3", func() bool {
 		revs := c.revisions(ds)
 		if len(revs) != 2 || revs[0].Revision != 2 || revs[1].Revision != 3 {
 			return false
@@ -63,7 +62,7 @@ func TestKubectlRollout(t *testing.T) {
 
 	// A third template: revision 2 is beyond the limit of one old revision.
 	c.updateDS("web", func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = "busybox:3" })
-	controllertest.EventuallyTrue(t, "revisions 3 and 4 kept", func() bool {
+	envtest.EventuallyTrue(t, "revisions 3 and 4 kept", func() bool {
 		revs := c.revisions(ds)
 		return len(revs) == 2 && revs[0].Revision == 3 && revs[1].Revision == 4
 	})

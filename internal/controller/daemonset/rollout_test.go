@@ -11,7 +11,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"orch/internal/controller"
-	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 	"orch/internal/simnode"
 )
 
@@ -43,11 +43,11 @@ func startRollout(t *testing.T, app string, nodes int, strategy appsv1.RollingUp
 		ds.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.RollingUpdateDaemonSetStrategyType, RollingUpdate: &strategy}
 	}))
 	n := int32(nodes)
-	controllertest.EventuallyTrue(t, "ready pods, not yet available", func() bool {
+	envtest.EventuallyTrue(t, "ready pods, not yet available", func() bool {
 		return r.runsOn(app, names...) && statusIs(r.ds(app), n, n, 0, n, n, 0)
 	})
 	r.step()
-	controllertest.EventuallyTrue(t, "available pods", func() bool { return statusIs(r.ds(app), n, n, 0, n, n, n) })
+	envtest.EventuallyTrue(t, "available pods", func() bool { return statusIs(r.ds(app), n, n, 0, n, n, n) })
 	return r
 }
 
@@ -66,7 +66,7 @@ func (r *rollout) lastReady() time.Time {
 // new revision.
 func (r *rollout) update(image string) {
 	r.updateDS(r.app, func(ds *appsv1.DaemonSet) { ds.Spec.Template.Spec.Containers[0].Image = image })
-	controllertest.EventuallyTrue(r.t, "a new revision", func() bool {
+	envtest.EventuallyTrue(r.t, "a new revision", func() bool {
 		revs := r.revisions(r.ds(r.app))
 		if len(revs) == 0 {
 			return false
@@ -122,7 +122,7 @@ func TestRollingUpdateMaxUnavailable(t *testing.T) {
 	half := intstr.FromString("50%")
 	r := startRollout(t, "web", 4, appsv1.RollingUpdateDaemonSet{MaxUnavailable: &half})
 	r.update("busybox:2")
-	controllertest.EventuallyTrue(t, "two pods replaced", func() bool {
+	envtest.EventuallyTrue(t, "two pods replaced", func() bool {
 		return statusIs(r.ds("web"), 4, 4, 0, 4, 2, 2) && r.state().updated == 2
 	})
 	// The controller wrote this status after deciding on these pods: the
@@ -131,9 +131,9 @@ func TestRollingUpdateMaxUnavailable(t *testing.T) {
 		t.Fatalf("after the first wave: %+v", s)
 	}
 	r.step()
-	controllertest.EventuallyTrue(t, "the other two replaced", func() bool { return statusIs(r.ds("web"), 4, 4, 0, 4, 4, 2) })
+	envtest.EventuallyTrue(t, "the other two replaced", func() bool { return statusIs(r.ds("web"), 4, 4, 0, 4, 4, 2) })
 	r.step()
-	controllertest.EventuallyTrue(t, "all available", func() bool { return statusIs(r.ds("web"), 4, 4, 0, 4, 4, 4) })
+	envtest.EventuallyTrue(t, "all available", func() bool { return statusIs(r.ds("web"), 4, 4, 0, 4, 4, 4) })
 	ds := r.ds("web")
 	for _, p := range r.pods("web") {
 		checkDaemonPod(t, &p, ds, r.hash, "2")
@@ -162,14 +162,14 @@ func TestRollingUpdateMaxSurge(t *testing.T) {
 		}
 	}
 	for wave := 1; wave <= 3; wave++ {
-		controllertest.EventuallyTrue(t, fmt.Sprintf("new pod %d ready beside the old ones", wave), func() bool {
+		envtest.EventuallyTrue(t, fmt.Sprintf("new pod %d ready beside the old ones", wave), func() bool {
 			s := r.state()
 			check(s)
 			return s.updated == wave && s.surging == 1 && s.starting == 0 && s.oldies == 3-wave+1
 		})
 		r.step()
 	}
-	controllertest.EventuallyTrue(t, "all replaced and available", func() bool {
+	envtest.EventuallyTrue(t, "all replaced and available", func() bool {
 		s := r.state()
 		check(s)
 		return s.oldies == 0 && s.updated == 3 && statusIs(r.ds("proxy"), 3, 3, 0, 3, 3, 3)

@@ -18,6 +18,7 @@ import (
 	"orch/internal/controller"
 	"orch/internal/controller/controllertest"
 	"orch/internal/controller/replicaset"
+	"orch/internal/envtest"
 )
 
 var bg = context.Background()
@@ -187,7 +188,7 @@ func complete(d *appsv1.Deployment) bool {
 // events returns "Type Reason Message" of the events about the object.
 func (c *cluster) events(kind, name string) []string {
 	c.t.Helper()
-	return controllertest.Events(c.t, c.client, c.ns, kind, name)
+	return envtest.Events(c.t, c.client, c.ns, kind, name)
 }
 
 // dump logs the state of app's Deployment, ReplicaSets and pods.
@@ -204,10 +205,10 @@ func (c *cluster) dump(app string) {
 	}
 }
 
-// eventually is controllertest.Eventually with a dump of app's state on failure.
+// eventually is envtest.Eventually with a dump of app's state on failure.
 func (c *cluster) eventually(app, what string, cond func() (bool, error)) {
 	c.t.Helper()
-	if err := controllertest.Wait(cond); err != nil {
+	if err := envtest.Wait(cond); err != nil {
 		c.dump(app)
 		c.t.Fatalf("waiting for %s: %v", what, err)
 	}

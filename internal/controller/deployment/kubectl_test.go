@@ -6,20 +6,20 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"orch/internal/controller/controllertest/kubectltest"
+	"orch/internal/envtest"
 )
 
 // kubectl runs the real kubectl against the test apiserver and returns
 // what it printed.
 func (c *cluster) kubectl(args ...string) (string, error) {
 	c.t.Helper()
-	return kubectltest.Run(c.t, c.config, args...)
+	return envtest.Kubectl(c.t, c.config, args...)
 }
 
 // mustKubectl runs kubectl and fails the test unless it prints want.
 func (c *cluster) mustKubectl(want string, args ...string) string {
 	c.t.Helper()
-	return kubectltest.MustContain(c.t, c.config, want, args...)
+	return envtest.KubectlContains(c.t, c.config, want, args...)
 }
 
 // The acceptance scenario of a new user (without nodes: the test plays the

@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"orch/internal/controller"
-	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 )
 
 func TestDeploymentCreatesReplicaSetAndPods(t *testing.T) {
@@ -24,7 +24,7 @@ func TestDeploymentCreatesReplicaSetAndPods(t *testing.T) {
 	}
 	hash := templateHash(&d.Spec.Template, nil)
 	rsName := "web-" + hash
-	controllertest.Eventually(t, "the ReplicaSet and 5 pods", func() (bool, error) {
+	envtest.Eventually(t, "the ReplicaSet and 5 pods", func() (bool, error) {
 		rss := c.replicaSets("web")
 		return len(rss) == 1 && rss[0].Status.Replicas == 5 && len(c.pods("web")) == 5, nil
 	})
@@ -50,7 +50,7 @@ func TestDeploymentCreatesReplicaSetAndPods(t *testing.T) {
 			t.Fatalf("pod %s labels %v owners %v", p.Name, p.Labels, p.OwnerReferences)
 		}
 	}
-	controllertest.Eventually(t, "revision annotation and MinimumReplicasUnavailable", func() (bool, error) {
+	envtest.Eventually(t, "revision annotation and MinimumReplicasUnavailable", func() (bool, error) {
 		d := c.deployment("web")
 		a := condition(d, appsv1.DeploymentAvailable)
 		return d.Annotations[revisionAnnotation] == "1" && a.Status == corev1.ConditionFalse && a.Reason == reasonMinimumUnavailable &&
@@ -62,7 +62,7 @@ func TestDeploymentCreatesReplicaSetAndPods(t *testing.T) {
 	}
 
 	c.readyAll("web")
-	controllertest.Eventually(t, "a complete rollout", func() (bool, error) { return complete(c.deployment("web")), nil })
+	envtest.Eventually(t, "a complete rollout", func() (bool, error) { return complete(c.deployment("web")), nil })
 	d = c.deployment("web")
 	st := d.Status
 	if st.Replicas != 5 || st.UpdatedReplicas != 5 || st.ReadyReplicas != 5 || st.AvailableReplicas != 5 || st.UnavailableReplicas != 0 ||
@@ -76,7 +76,7 @@ func TestDeploymentCreatesReplicaSetAndPods(t *testing.T) {
 	if p.Status != corev1.ConditionTrue || p.Message != fmt.Sprintf("ReplicaSet %q has successfully progressed.", rsName) {
 		t.Fatalf("Progressing %+v", p)
 	}
-	controllertest.Eventually(t, "the ScalingReplicaSet event", func() (bool, error) {
+	envtest.Eventually(t, "the ScalingReplicaSet event", func() (bool, error) {
 		return slices.Contains(c.events("Deployment", "web"), "Normal ScalingReplicaSet Scaled up replica set "+rsName+" from 0 to 5"), nil
 	})
 }
@@ -101,7 +101,7 @@ func TestRollingUpdateInvariants(t *testing.T) {
 		t.Run(fmt.Sprintf("%d_%s_%s", tt.replicas, tt.surge, tt.unavailable), func(t *testing.T) {
 			c := startCluster(t, clock.RealClock{})
 			c.create(withRolling(newDeployment("web", tt.replicas, "v1"), tt.surge, tt.unavailable))
-			controllertest.Eventually(t, "v1 rolled out", func() (bool, error) {
+			envtest.Eventually(t, "v1 rolled out", func() (bool, error) {
 				c.readyAll("web")
 				return complete(c.deployment("web")), nil
 			})
@@ -144,7 +144,7 @@ func TestRollingUpdateInvariants(t *testing.T) {
 			if d.Annotations[revisionAnnotation] != "2" {
 				t.Fatalf("deployment revision %q, want 2", d.Annotations[revisionAnnotation])
 			}
-			controllertest.Eventually(t, "the last scale-down event", func() (bool, error) {
+			envtest.Eventually(t, "the last scale-down event", func() (bool, error) {
 				for _, e := range c.events("Deployment", "web") {
 					// After ten alike events the recorder prefixes the
 					// message with "(combined from similar events): ".
@@ -167,7 +167,7 @@ func TestRecreate(t *testing.T) {
 	// validation forbids the spec.nodeName change.)
 	d.Spec.Template.Spec.NodeName = "node-1"
 	c.create(d)
-	controllertest.Eventually(t, "v1 rolled out", func() (bool, error) {
+	envtest.Eventually(t, "v1 rolled out", func() (bool, error) {
 		c.readyAll("db")
 		return complete(c.deployment("db")), nil
 	})
@@ -175,7 +175,7 @@ func TestRecreate(t *testing.T) {
 	c.update("db", setImage("v2"))
 	// The old pods are terminating: nothing new may start until they are
 	// gone.
-	controllertest.Eventually(t, "old pods terminating", func() (bool, error) {
+	envtest.Eventually(t, "old pods terminating", func() (bool, error) {
 		ps := c.pods("db")
 		terminating := 0
 		for _, p := range ps {
@@ -200,14 +200,14 @@ func TestRecreate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	controllertest.Eventually(t, "two pods gone", func() (bool, error) { return len(c.pods("db")) == 1, nil })
+	envtest.Eventually(t, "two pods gone", func() (bool, error) { return len(c.pods("db")) == 1, nil })
 	if rss := c.replicaSets("db"); len(rss) != 1 {
 		t.Fatalf("new ReplicaSet created while an old pod still runs")
 	}
 	if err := c.client.CoreV1().Pods("default").Delete(bg, ps[2].Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "v2 rolled out", func() (bool, error) {
+	envtest.Eventually(t, "v2 rolled out", func() (bool, error) {
 		c.readyAll("db")
 		rss := c.replicaSets("db")
 		return complete(c.deployment("db")) && len(rss) == 2 && len(c.pods("db")) == 3, nil

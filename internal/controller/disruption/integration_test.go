@@ -19,6 +19,7 @@ import (
 
 	"orch/internal/controller/controllertest"
 	"orch/internal/controller/disruption"
+	"orch/internal/envtest"
 )
 
 func TestBudgetStatus(t *testing.T) {
@@ -53,7 +54,7 @@ func TestBudgetStatus(t *testing.T) {
 		checkCondition(t, pdb, metav1.ConditionFalse, policyv1.InsufficientPodsReason)
 
 		// w1 was never deleted: two minutes later the entry goes.
-		controllertest.EventuallyTrue(t, "the re-check timer", fake.HasWaiters)
+		envtest.EventuallyTrue(t, "the re-check timer", fake.HasWaiters)
 		fake.Step(2*time.Minute + time.Second)
 		waitBudget(t, client, "web", "budget", func(s policyv1.PodDisruptionBudgetStatus) bool {
 			return len(s.DisruptedPods) == 0 && s.CurrentHealthy == 3 && s.DisruptionsAllowed == 1
@@ -121,7 +122,7 @@ func TestBudgetStatus(t *testing.T) {
 		if _, err := client.CoreV1().Pods("stale").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		controllertest.EventuallyTrue(t, "the DisruptionTarget condition to be False", func() bool {
+		envtest.EventuallyTrue(t, "the DisruptionTarget condition to be False", func() bool {
 			p, err := client.CoreV1().Pods("stale").Get(ctx, "s1", metav1.GetOptions{})
 			if err != nil {
 				return false
@@ -187,7 +188,7 @@ func createBudget(t *testing.T, client kubernetes.Interface, ns string, spec pol
 // with the controller's own writes.
 func setDisrupted(t *testing.T, client kubernetes.Interface, ns, name, pod string, at time.Time) {
 	t.Helper()
-	controllertest.EventuallyTrue(t, "the disruptedPods entry to be written", func() bool {
+	envtest.EventuallyTrue(t, "the disruptedPods entry to be written", func() bool {
 		pdb, err := client.PolicyV1().PodDisruptionBudgets(ns).Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -204,7 +205,7 @@ func setDisrupted(t *testing.T, client kubernetes.Interface, ns, name, pod strin
 func waitBudget(t *testing.T, client kubernetes.Interface, ns, name string, ok func(policyv1.PodDisruptionBudgetStatus) bool) *policyv1.PodDisruptionBudget {
 	t.Helper()
 	var pdb *policyv1.PodDisruptionBudget
-	controllertest.EventuallyTrue(t, "budget "+ns+"/"+name+" status", func() bool {
+	envtest.EventuallyTrue(t, "budget "+ns+"/"+name+" status", func() bool {
 		var err error
 		pdb, err = client.PolicyV1().PodDisruptionBudgets(ns).Get(t.Context(), name, metav1.GetOptions{})
 		return err == nil && ok(pdb.Status)
@@ -222,7 +223,7 @@ func checkCondition(t *testing.T, pdb *policyv1.PodDisruptionBudget, status meta
 
 func waitEvent(t *testing.T, client kubernetes.Interface, ns, object, reason string) {
 	t.Helper()
-	controllertest.EventuallyTrue(t, "event "+reason+" on "+object, func() bool {
+	envtest.EventuallyTrue(t, "event "+reason+" on "+object, func() bool {
 		list, err := client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", object).String()})
 		if err != nil {
 			return false

@@ -9,6 +9,7 @@ import (
 
 	"orch/internal/controller/controllertest"
 	"orch/internal/controller/endpoints"
+	"orch/internal/envtest"
 )
 
 func TestEndpointsFollowService(t *testing.T) {
@@ -31,14 +32,14 @@ func TestEndpointsFollowService(t *testing.T) {
 	if _, err := client.CoreV1().Pods("ep").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.EventuallyTrue(t, "the pod's address", func() bool {
+	envtest.EventuallyTrue(t, "the pod's address", func() bool {
 		ep, err := client.CoreV1().Endpoints("ep").Get(ctx, "web", metav1.GetOptions{})
 		return err == nil && len(ep.Subsets) == 1 && len(ep.Subsets[0].Addresses) == 1 && ep.Subsets[0].Addresses[0].IP == "10.42.0.9" && ep.Subsets[0].Ports[0].Port == 80
 	})
 	if err := client.CoreV1().Services("ep").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.EventuallyTrue(t, "the endpoints to go with the service", func() bool {
+	envtest.EventuallyTrue(t, "the endpoints to go with the service", func() bool {
 		_, err := client.CoreV1().Endpoints("ep").Get(ctx, "web", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})

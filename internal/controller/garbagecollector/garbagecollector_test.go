@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 )
 
 const holdFinalizer = "example.com/hold"
@@ -73,7 +73,7 @@ func TestPropagation(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, name := range []string{"bg-a", "bg-b"} {
-			controllertest.Eventually(t, "dependent "+name+" collected", gone(func() error { _, err := cms.Get(ctx, name, metav1.GetOptions{}); return err }))
+			envtest.Eventually(t, "dependent "+name+" collected", gone(func() error { _, err := cms.Get(ctx, name, metav1.GetOptions{}); return err }))
 		}
 	})
 
@@ -84,11 +84,11 @@ func TestPropagation(t *testing.T) {
 		if err := e.client.AppsV1().Deployments("gc-chain").Delete(ctx, dep.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		controllertest.Eventually(t, "replicaset collected", gone(func() error {
+		envtest.Eventually(t, "replicaset collected", gone(func() error {
 			_, err := e.client.AppsV1().ReplicaSets("gc-chain").Get(ctx, "web-1", metav1.GetOptions{})
 			return err
 		}))
-		controllertest.Eventually(t, "pod collected", gone(func() error {
+		envtest.Eventually(t, "pod collected", gone(func() error {
 			_, err := e.client.CoreV1().Pods("gc-chain").Get(ctx, "web-1-a", metav1.GetOptions{})
 			return err
 		}))
@@ -103,7 +103,7 @@ func TestPropagation(t *testing.T) {
 		if err := e.client.RbacV1().ClusterRoles().Delete(ctx, role.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		controllertest.Eventually(t, "dependent of a cluster-scoped owner collected", gone(func() error {
+		envtest.Eventually(t, "dependent of a cluster-scoped owner collected", gone(func() error {
 			_, err := cms.Get(ctx, "owned-by-clusterrole", metav1.GetOptions{})
 			return err
 		}))
@@ -122,11 +122,11 @@ func TestPropagation(t *testing.T) {
 		if err := deps.Delete(ctx, dep.Name, metav1.DeleteOptions{PropagationPolicy: ptr(metav1.DeletePropagationForeground)}); err != nil {
 			t.Fatal(err)
 		}
-		controllertest.Eventually(t, "pod marked for deletion", func() (bool, error) {
+		envtest.Eventually(t, "pod marked for deletion", func() (bool, error) {
 			pod, err := pods.Get(ctx, "web-1-a", metav1.GetOptions{})
 			return err == nil && pod.DeletionTimestamp != nil, err
 		})
-		controllertest.Eventually(t, "loose dependent collected", gone(func() error {
+		envtest.Eventually(t, "loose dependent collected", gone(func() error {
 			_, err := e.client.CoreV1().ConfigMaps("gc-fg").Get(ctx, "loose", metav1.GetOptions{})
 			return err
 		}))
@@ -150,9 +150,9 @@ func TestPropagation(t *testing.T) {
 		if _, err := pods.Patch(ctx, "web-1-a", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		controllertest.Eventually(t, "pod gone", gone(func() error { _, err := pods.Get(ctx, "web-1-a", metav1.GetOptions{}); return err }))
-		controllertest.Eventually(t, "replicaset gone", gone(func() error { _, err := rss.Get(ctx, "web-1", metav1.GetOptions{}); return err }))
-		controllertest.Eventually(t, "deployment gone", gone(func() error { _, err := deps.Get(ctx, dep.Name, metav1.GetOptions{}); return err }))
+		envtest.Eventually(t, "pod gone", gone(func() error { _, err := pods.Get(ctx, "web-1-a", metav1.GetOptions{}); return err }))
+		envtest.Eventually(t, "replicaset gone", gone(func() error { _, err := rss.Get(ctx, "web-1", metav1.GetOptions{}); return err }))
+		envtest.Eventually(t, "deployment gone", gone(func() error { _, err := deps.Get(ctx, dep.Name, metav1.GetOptions{}); return err }))
 	})
 
 	t.Run("Orphan", func(t *testing.T) {
@@ -164,7 +164,7 @@ func TestPropagation(t *testing.T) {
 		if err := cms.Delete(ctx, owner.Name, metav1.DeleteOptions{PropagationPolicy: ptr(metav1.DeletePropagationOrphan)}); err != nil {
 			t.Fatal(err)
 		}
-		controllertest.Eventually(t, "owner gone", gone(func() error { _, err := cms.Get(ctx, owner.Name, metav1.GetOptions{}); return err }))
+		envtest.Eventually(t, "owner gone", gone(func() error { _, err := cms.Get(ctx, owner.Name, metav1.GetOptions{}); return err }))
 		want := map[string][]types.UID{"orphan-a": nil, "orphan-b": {other.UID}}
 		for name, owners := range want {
 			cm, err := cms.Get(ctx, name, metav1.GetOptions{})
@@ -195,7 +195,7 @@ func TestOwnerIdentity(t *testing.T) {
 		}
 		replacement := createConfigMap(t, e.client, "id", "reused")
 		createConfigMap(t, e.client, "id", "child-of-old", ownerRef("v1", "ConfigMap", old, false))
-		controllertest.Eventually(t, "dependent of the old owner collected", gone(func() error {
+		envtest.Eventually(t, "dependent of the old owner collected", gone(func() error {
 			_, err := cms.Get(ctx, "child-of-old", metav1.GetOptions{})
 			return err
 		}))
@@ -211,7 +211,7 @@ func TestOwnerIdentity(t *testing.T) {
 			t.Fatal(err)
 		}
 		createConfigMap(t, e.client, "id", "two-owners", ownerRef("v1", "ConfigMap", alive, false), ownerRef("v1", "ConfigMap", dead, false))
-		controllertest.Eventually(t, "reference to the absent owner removed", func() (bool, error) {
+		envtest.Eventually(t, "reference to the absent owner removed", func() (bool, error) {
 			cm, err := cms.Get(ctx, "two-owners", metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -225,11 +225,11 @@ func TestOwnerIdentity(t *testing.T) {
 		owner := createConfigMap(t, e.client, "id-other", "elsewhere")
 		e.waitInGraph(t, owner.UID)
 		child := createConfigMap(t, e.client, "id", "cross-namespace", ownerRef("v1", "ConfigMap", owner, false))
-		controllertest.Eventually(t, "dependent with a cross-namespace owner collected", gone(func() error {
+		envtest.Eventually(t, "dependent with a cross-namespace owner collected", gone(func() error {
 			_, err := cms.Get(ctx, child.Name, metav1.GetOptions{})
 			return err
 		}))
-		controllertest.Eventually(t, "OwnerRefInvalidNamespace event", func() (bool, error) {
+		envtest.Eventually(t, "OwnerRefInvalidNamespace event", func() (bool, error) {
 			events, err := e.client.CoreV1().Events("id").List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, err
@@ -250,11 +250,11 @@ func TestOwnerIdentity(t *testing.T) {
 	t.Run("NeverExistingOwner", func(t *testing.T) {
 		ghost := metav1.OwnerReference{APIVersion: "v1", Kind: "Secret", Name: "ghost", UID: "00000000-0000-0000-0000-000000000001"}
 		createConfigMap(t, e.client, "id", "child-of-ghost", ghost)
-		controllertest.Eventually(t, "dependent of an owner that never existed collected", gone(func() error {
+		envtest.Eventually(t, "dependent of an owner that never existed collected", gone(func() error {
 			_, err := cms.Get(ctx, "child-of-ghost", metav1.GetOptions{})
 			return err
 		}))
-		controllertest.Eventually(t, "virtual owner dropped from the graph", func() (bool, error) { return !e.gc.GraphHasUID(ghost.UID), nil })
+		envtest.Eventually(t, "virtual owner dropped from the graph", func() (bool, error) { return !e.gc.GraphHasUID(ghost.UID), nil })
 	})
 
 	t.Run("OwnerlessUntouched", func(t *testing.T) {
@@ -269,7 +269,7 @@ func TestOwnerIdentity(t *testing.T) {
 		if err := cms.Delete(ctx, trigger.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		controllertest.Eventually(t, "trigger's dependent collected", gone(func() error { _, err := cms.Get(ctx, "trigger-child", metav1.GetOptions{}); return err }))
+		envtest.Eventually(t, "trigger's dependent collected", gone(func() error { _, err := cms.Get(ctx, "trigger-child", metav1.GetOptions{}); return err }))
 		for _, name := range []string{"standalone", "keeper", "kept"} {
 			if _, err := cms.Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 				t.Errorf("%s was deleted", name)

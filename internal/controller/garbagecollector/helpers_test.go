@@ -2,9 +2,6 @@ package garbagecollector
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -12,17 +9,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
-	"orch/internal/apiserver/apitest"
-	"orch/internal/controller"
 	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 )
 
 // env is a running apiserver with the garbage collector started on it.
@@ -36,26 +27,8 @@ type env struct {
 // and waits until the collector has synced.
 func startGC(t *testing.T) *env {
 	t.Helper()
-	srv := apitest.Start(t)
-	client := kubernetes.NewForConfigOrDie(srv.Config)
-	md := metadata.NewForConfigOrDie(srv.Config)
-	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	t.Cleanup(broadcaster.Shutdown)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("ORCH_TEST_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	gc := New(controller.Context{
-		Client:    client,
-		Metadata:  md,
-		Informers: informers.NewSharedInformerFactory(client, 0),
-		Recorder: func(component string) record.EventRecorder {
-			return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
-		},
-		Log:   log,
-		Clock: clock.RealClock{},
-	})
+	cctx := controllertest.New(t).Context
+	gc := New(cctx)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- gc.Start(ctx) }()
@@ -72,7 +45,7 @@ func startGC(t *testing.T) *env {
 	case <-time.After(time.Minute):
 		t.Fatal("garbage collector did not sync within a minute")
 	}
-	return &env{client: client, metadata: md, gc: gc}
+	return &env{client: cctx.Client, metadata: cctx.Metadata, gc: gc}
 }
 
 // gone is a condition: get returns NotFound.
@@ -117,7 +90,7 @@ func createConfigMap(t *testing.T, client kubernetes.Interface, ns, name string,
 // waitInGraph waits until the collector's graph holds uid.
 func (e *env) waitInGraph(t *testing.T, uid types.UID) {
 	t.Helper()
-	controllertest.Eventually(t, "object "+string(uid)+" in the graph", func() (bool, error) { return e.gc.GraphHasUID(uid), nil })
+	envtest.Eventually(t, "object "+string(uid)+" in the graph", func() (bool, error) { return e.gc.GraphHasUID(uid), nil })
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -17,6 +17,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 )
 
 var bg = context.Background()
@@ -138,7 +139,7 @@ func (c *cluster) updateJob(name string, change func(*batchv1.Job)) {
 // events returns "Type Reason Message" of the events about the job.
 func (c *cluster) events(name string) []string {
 	c.t.Helper()
-	return controllertest.Events(c.t, c.client, "default", "Job", name)
+	return envtest.Events(c.t, c.client, "default", "Job", name)
 }
 
 // condition returns "Status Reason Message" of the job's condition t, or "".
@@ -154,7 +155,7 @@ func condition(job *batchv1.Job, t batchv1.JobConditionType) string {
 // waits on it, until cond holds.
 func stepUntil(t *testing.T, clk *testingclock.FakeClock, what string, cond func() bool) {
 	t.Helper()
-	controllertest.EventuallyTrue(t, what, func() bool {
+	envtest.EventuallyTrue(t, what, func() bool {
 		if cond() {
 			return true
 		}

@@ -13,7 +13,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 )
 
 // completions 4, parallelism 2: two pods at a time, each with the template,
@@ -22,7 +22,7 @@ import (
 func TestNonIndexedCompletionsAndParallelism(t *testing.T) {
 	c := startCluster(t, clock.RealClock{})
 	job := c.create(newJob("pi", ptr.To[int32](4), 2))
-	controllertest.EventuallyTrue(t, "2 pods", func() bool { return len(c.pods("pi")) == 2 })
+	envtest.EventuallyTrue(t, "2 pods", func() bool { return len(c.pods("pi")) == 2 })
 	for _, p := range c.pods("pi") {
 		ref := metav1.GetControllerOf(&p)
 		if ref == nil || ref.UID != job.UID || ref.Kind != "Job" || ref.APIVersion != "batch/v1" || !ptr.Deref(ref.BlockOwnerDeletion, false) {
@@ -34,7 +34,7 @@ func TestNonIndexedCompletionsAndParallelism(t *testing.T) {
 			t.Fatalf("pod %s: name, labels or finalizers wrong: %v %v", p.Name, p.Labels, p.Finalizers)
 		}
 	}
-	controllertest.EventuallyTrue(t, "status active 2 and a start time", func() bool {
+	envtest.EventuallyTrue(t, "status active 2 and a start time", func() bool {
 		st := c.job("pi").Status
 		return st.Active == 2 && st.StartTime != nil && st.Ready != nil && *st.Ready == 0 && st.Terminating != nil
 	})
@@ -43,7 +43,7 @@ func TestNonIndexedCompletionsAndParallelism(t *testing.T) {
 	for _, p := range first {
 		c.finish(p, corev1.PodSucceeded, 0, time.Now())
 	}
-	controllertest.EventuallyTrue(t, "two counted and two more pods", func() bool {
+	envtest.EventuallyTrue(t, "two counted and two more pods", func() bool {
 		return c.job("pi").Status.Succeeded == 2 && len(c.running("pi")) == 2
 	})
 	for _, p := range c.pods("pi") {
@@ -54,7 +54,7 @@ func TestNonIndexedCompletionsAndParallelism(t *testing.T) {
 	for _, p := range c.running("pi") {
 		c.finish(p, corev1.PodSucceeded, 0, time.Now())
 	}
-	controllertest.EventuallyTrue(t, "complete", func() bool { return condition(c.job("pi"), batchv1.JobComplete) != "" })
+	envtest.EventuallyTrue(t, "complete", func() bool { return condition(c.job("pi"), batchv1.JobComplete) != "" })
 	got := c.job("pi")
 	st := got.Status
 	if st.Succeeded != 4 || st.Failed != 0 || st.Active != 0 || st.CompletionTime == nil ||
@@ -76,9 +76,9 @@ func TestNonIndexedCompletionsAndParallelism(t *testing.T) {
 			t.Fatalf("pod %s kept its finalizer after completion", p.Name)
 		}
 	}
-	controllertest.EventuallyTrue(t, "events", func() bool {
+	envtest.EventuallyTrue(t, "events", func() bool {
 		ev := c.events("pi")
-		return controllertest.CountPrefix(ev, "Normal SuccessfulCreate Created pod: pi-") == 4 && controllertest.CountPrefix(ev, "Normal Completed Job completed") == 1
+		return envtest.CountPrefix(ev, "Normal SuccessfulCreate Created pod: pi-") == 4 && envtest.CountPrefix(ev, "Normal Completed Job completed") == 1
 	})
 }
 
@@ -87,10 +87,10 @@ func TestNonIndexedCompletionsAndParallelism(t *testing.T) {
 func TestWorkQueue(t *testing.T) {
 	c := startCluster(t, clock.RealClock{})
 	c.create(newJob("queue", nil, 3))
-	controllertest.EventuallyTrue(t, "3 pods", func() bool { return len(c.pods("queue")) == 3 })
+	envtest.EventuallyTrue(t, "3 pods", func() bool { return len(c.pods("queue")) == 3 })
 	pods := c.pods("queue")
 	c.finish(pods[0], corev1.PodSucceeded, 0, time.Now())
-	controllertest.EventuallyTrue(t, "one counted, two active", func() bool {
+	envtest.EventuallyTrue(t, "one counted, two active", func() bool {
 		st := c.job("queue").Status
 		return st.Succeeded == 1 && st.Active == 2
 	})
@@ -99,7 +99,7 @@ func TestWorkQueue(t *testing.T) {
 	}
 	c.finish(pods[1], corev1.PodSucceeded, 0, time.Now())
 	c.finish(pods[2], corev1.PodFailed, 1, time.Now())
-	controllertest.EventuallyTrue(t, "complete", func() bool { return condition(c.job("queue"), batchv1.JobComplete) != "" })
+	envtest.EventuallyTrue(t, "complete", func() bool { return condition(c.job("queue"), batchv1.JobComplete) != "" })
 	if st := c.job("queue").Status; st.Succeeded != 2 || st.Failed != 1 || len(c.pods("queue")) != 3 {
 		t.Fatalf("status %+v with %d pods", st, len(c.pods("queue")))
 	}
@@ -112,7 +112,7 @@ func TestIndexed(t *testing.T) {
 	job := newJob("idx", ptr.To[int32](4), 2)
 	job.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
 	c.create(job)
-	controllertest.EventuallyTrue(t, "2 pods", func() bool { return len(c.pods("idx")) == 2 })
+	envtest.EventuallyTrue(t, "2 pods", func() bool { return len(c.pods("idx")) == 2 })
 	byIndex := func() map[string]corev1.Pod {
 		m := map[string]corev1.Pod{}
 		for _, p := range c.pods("idx") {
@@ -132,17 +132,17 @@ func TestIndexed(t *testing.T) {
 		}
 	}
 	c.finish(byIndex()["1"], corev1.PodSucceeded, 0, time.Now())
-	controllertest.EventuallyTrue(t, "index 1 done and index 2 started", func() bool {
+	envtest.EventuallyTrue(t, "index 1 done and index 2 started", func() bool {
 		_, two := byIndex()["2"]
 		return c.job("idx").Status.CompletedIndexes == "1" && two
 	})
 	// A failed index is run again.
 	c.finish(byIndex()["0"], corev1.PodFailed, 1, time.Now())
-	controllertest.EventuallyTrue(t, "index 0 failed once", func() bool { return c.job("idx").Status.Failed == 1 })
+	envtest.EventuallyTrue(t, "index 0 failed once", func() bool { return c.job("idx").Status.Failed == 1 })
 	c.finish(byIndex()["2"], corev1.PodSucceeded, 0, time.Now())
-	controllertest.EventuallyTrue(t, "1,2 done", func() bool { return c.job("idx").Status.CompletedIndexes == "1,2" })
+	envtest.EventuallyTrue(t, "1,2 done", func() bool { return c.job("idx").Status.CompletedIndexes == "1,2" })
 	for _, want := range []string{"0", "3"} {
-		controllertest.EventuallyTrue(t, "index "+want+" running", func() bool {
+		envtest.EventuallyTrue(t, "index "+want+" running", func() bool {
 			for _, p := range c.running("idx") {
 				if p.Annotations[batchv1.JobCompletionIndexAnnotation] == want {
 					c.finish(p, corev1.PodSucceeded, 0, time.Now())
@@ -152,7 +152,7 @@ func TestIndexed(t *testing.T) {
 			return false
 		})
 	}
-	controllertest.EventuallyTrue(t, "complete", func() bool { return condition(c.job("idx"), batchv1.JobComplete) != "" })
+	envtest.EventuallyTrue(t, "complete", func() bool { return condition(c.job("idx"), batchv1.JobComplete) != "" })
 	if st := c.job("idx").Status; st.CompletedIndexes != "0-3" || st.Succeeded != 4 || st.Failed != 1 {
 		t.Fatalf("status %+v", st)
 	}
@@ -166,18 +166,18 @@ func TestBackoffLimitExceeded(t *testing.T) {
 	job := newJob("flaky", ptr.To[int32](1), 1)
 	job.Spec.BackoffLimit = ptr.To[int32](1)
 	c.create(job)
-	controllertest.EventuallyTrue(t, "a pod", func() bool { return len(c.pods("flaky")) == 1 })
+	envtest.EventuallyTrue(t, "a pod", func() bool { return len(c.pods("flaky")) == 1 })
 	c.finish(c.pods("flaky")[0], corev1.PodFailed, 1, clk.Now())
-	controllertest.EventuallyTrue(t, "the failure counted and a re-check planned", func() bool {
+	envtest.EventuallyTrue(t, "the failure counted and a re-check planned", func() bool {
 		return c.job("flaky").Status.Failed == 1 && clk.HasWaiters()
 	})
 	if n := len(c.pods("flaky")); n != 1 {
 		t.Fatalf("%d pods before the backoff has passed, want 1", n)
 	}
 	clk.Step(11 * time.Second)
-	controllertest.EventuallyTrue(t, "a replacement", func() bool { return len(c.running("flaky")) == 1 })
+	envtest.EventuallyTrue(t, "a replacement", func() bool { return len(c.running("flaky")) == 1 })
 	c.finish(c.running("flaky")[0], corev1.PodFailed, 1, clk.Now())
-	controllertest.EventuallyTrue(t, "failed", func() bool { return condition(c.job("flaky"), batchv1.JobFailed) != "" })
+	envtest.EventuallyTrue(t, "failed", func() bool { return condition(c.job("flaky"), batchv1.JobFailed) != "" })
 	got := c.job("flaky")
 	want := "True BackoffLimitExceeded Job has reached the specified backoff limit"
 	if condition(got, batchv1.JobFailureTarget) != want || condition(got, batchv1.JobFailed) != want {
@@ -186,8 +186,8 @@ func TestBackoffLimitExceeded(t *testing.T) {
 	if got.Status.Failed != 2 || got.Status.Active != 0 || got.Status.CompletionTime != nil || len(c.pods("flaky")) != 2 {
 		t.Fatalf("status %+v, %d pods", got.Status, len(c.pods("flaky")))
 	}
-	controllertest.EventuallyTrue(t, "the event", func() bool {
-		return controllertest.CountPrefix(c.events("flaky"), "Warning BackoffLimitExceeded Job has reached the specified backoff limit") == 1
+	envtest.EventuallyTrue(t, "the event", func() bool {
+		return envtest.CountPrefix(c.events("flaky"), "Warning BackoffLimitExceeded Job has reached the specified backoff limit") == 1
 	})
 }
 
@@ -198,17 +198,17 @@ func TestBackoffLimitCountsRestarts(t *testing.T) {
 	job.Spec.BackoffLimit = ptr.To[int32](2)
 	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	c.create(job)
-	controllertest.EventuallyTrue(t, "a pod", func() bool { return len(c.pods("restarts")) == 1 })
+	envtest.EventuallyTrue(t, "a pod", func() bool { return len(c.pods("restarts")) == 1 })
 	c.setStatus(c.pods("restarts")[0].Name, func(st *corev1.PodStatus) {
 		st.Phase = corev1.PodRunning
 		st.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: "busybox", RestartCount: 2,
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
 	})
-	controllertest.EventuallyTrue(t, "failed", func() bool { return condition(c.job("restarts"), batchv1.JobFailed) != "" })
+	envtest.EventuallyTrue(t, "failed", func() bool { return condition(c.job("restarts"), batchv1.JobFailed) != "" })
 	if got := condition(c.job("restarts"), batchv1.JobFailed); !strings.HasPrefix(got, "True BackoffLimitExceeded") {
 		t.Fatalf("Failed condition %q", got)
 	}
-	controllertest.EventuallyTrue(t, "the pod deleted", func() bool { return len(c.pods("restarts")) == 0 })
+	envtest.EventuallyTrue(t, "the pod deleted", func() bool { return len(c.pods("restarts")) == 0 })
 }
 
 // Past activeDeadlineSeconds (on the injected clock) the running pods are
@@ -219,11 +219,11 @@ func TestActiveDeadline(t *testing.T) {
 	job := newJob("slow", ptr.To[int32](2), 2)
 	job.Spec.ActiveDeadlineSeconds = ptr.To[int64](30)
 	c.create(job)
-	controllertest.EventuallyTrue(t, "2 pods and a deadline check", func() bool {
+	envtest.EventuallyTrue(t, "2 pods and a deadline check", func() bool {
 		return len(c.pods("slow")) == 2 && c.job("slow").Status.StartTime != nil && clk.HasWaiters()
 	})
 	clk.Step(31 * time.Second)
-	controllertest.EventuallyTrue(t, "failed", func() bool { return condition(c.job("slow"), batchv1.JobFailed) != "" })
+	envtest.EventuallyTrue(t, "failed", func() bool { return condition(c.job("slow"), batchv1.JobFailed) != "" })
 	got := c.job("slow")
 	want := "True DeadlineExceeded Job was active longer than specified deadline"
 	if condition(got, batchv1.JobFailureTarget) != want || condition(got, batchv1.JobFailed) != want {
@@ -232,11 +232,11 @@ func TestActiveDeadline(t *testing.T) {
 	if got.Status.Failed != 2 || got.Status.Active != 0 || ptr.Deref(got.Status.Terminating, -1) != 0 {
 		t.Fatalf("status %+v", got.Status)
 	}
-	controllertest.EventuallyTrue(t, "pods gone", func() bool { return len(c.pods("slow")) == 0 })
-	controllertest.EventuallyTrue(t, "events", func() bool {
+	envtest.EventuallyTrue(t, "pods gone", func() bool { return len(c.pods("slow")) == 0 })
+	envtest.EventuallyTrue(t, "events", func() bool {
 		ev := c.events("slow")
-		return controllertest.CountPrefix(ev, "Normal SuccessfulDelete Deleted pod: slow-") == 2 &&
-			controllertest.CountPrefix(ev, "Warning DeadlineExceeded Job was active longer than specified deadline") == 1
+		return envtest.CountPrefix(ev, "Normal SuccessfulDelete Deleted pod: slow-") == 2 &&
+			envtest.CountPrefix(ev, "Warning DeadlineExceeded Job was active longer than specified deadline") == 1
 	})
 }
 
@@ -247,30 +247,30 @@ func TestSuspendAndResume(t *testing.T) {
 	job := newJob("later", ptr.To[int32](4), 2)
 	job.Spec.Suspend = ptr.To(true)
 	c.create(job)
-	controllertest.EventuallyTrue(t, "suspended", func() bool {
+	envtest.EventuallyTrue(t, "suspended", func() bool {
 		return condition(c.job("later"), batchv1.JobSuspended) == "True JobSuspended Job suspended"
 	})
 	if got := c.job("later"); len(c.pods("later")) != 0 || got.Status.StartTime != nil {
 		t.Fatalf("suspended job started: %+v, %d pods", got.Status, len(c.pods("later")))
 	}
 	c.updateJob("later", func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(false) })
-	controllertest.EventuallyTrue(t, "resumed with 2 pods", func() bool {
+	envtest.EventuallyTrue(t, "resumed with 2 pods", func() bool {
 		got := c.job("later")
 		return condition(got, batchv1.JobSuspended) == "False JobResumed Job resumed" && got.Status.StartTime != nil &&
 			got.Status.Active == 2 && len(c.pods("later")) == 2
 	})
 	c.updateJob("later", func(j *batchv1.Job) { j.Spec.Suspend = ptr.To(true) })
-	controllertest.EventuallyTrue(t, "suspended again, pods gone", func() bool {
+	envtest.EventuallyTrue(t, "suspended again, pods gone", func() bool {
 		got := c.job("later")
 		return condition(got, batchv1.JobSuspended) == "True JobSuspended Job suspended" && len(c.pods("later")) == 0 && got.Status.Active == 0
 	})
 	if st := c.job("later").Status; st.Failed != 0 || st.Succeeded != 0 {
 		t.Fatalf("suspension counted pods: %+v", st)
 	}
-	controllertest.EventuallyTrue(t, "events", func() bool {
+	envtest.EventuallyTrue(t, "events", func() bool {
 		ev := c.events("later")
-		return controllertest.CountPrefix(ev, "Normal Suspended Job suspended") >= 1 && controllertest.CountPrefix(ev, "Normal Resumed Job resumed") == 1 &&
-			controllertest.CountPrefix(ev, "Normal SuccessfulDelete Deleted pod: later-") == 2
+		return envtest.CountPrefix(ev, "Normal Suspended Job suspended") >= 1 && envtest.CountPrefix(ev, "Normal Resumed Job resumed") == 1 &&
+			envtest.CountPrefix(ev, "Normal SuccessfulDelete Deleted pod: later-") == 2
 	})
 }
 
@@ -279,14 +279,14 @@ func TestSuspendAndResume(t *testing.T) {
 func TestFinalizersRemovedWhenJobDeleted(t *testing.T) {
 	c := startCluster(t, clock.RealClock{})
 	c.create(newJob("gone", ptr.To[int32](3), 3))
-	controllertest.EventuallyTrue(t, "3 pods", func() bool { return len(c.pods("gone")) == 3 })
+	envtest.EventuallyTrue(t, "3 pods", func() bool { return len(c.pods("gone")) == 3 })
 	c.finish(c.pods("gone")[0], corev1.PodFailed, 1, time.Now())
-	controllertest.EventuallyTrue(t, "one counted", func() bool { return c.job("gone").Status.Failed == 1 })
+	envtest.EventuallyTrue(t, "one counted", func() bool { return c.job("gone").Status.Failed == 1 })
 	pods := c.pods("gone")
 	if err := c.client.BatchV1().Jobs("default").Delete(bg, "gone", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.EventuallyTrue(t, "no finalizers", func() bool {
+	envtest.EventuallyTrue(t, "no finalizers", func() bool {
 		ps := c.pods("gone")
 		for _, p := range ps {
 			if hasJobFinalizer(p) {
@@ -307,15 +307,15 @@ func TestPodFailurePolicyFailJob(t *testing.T) {
 		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{42}},
 	}}}
 	c.create(job)
-	controllertest.EventuallyTrue(t, "2 pods", func() bool { return len(c.pods("policy")) == 2 })
+	envtest.EventuallyTrue(t, "2 pods", func() bool { return len(c.pods("policy")) == 2 })
 	victim := c.pods("policy")[0]
 	c.finish(victim, corev1.PodFailed, 42, time.Now())
-	controllertest.EventuallyTrue(t, "failed", func() bool { return condition(c.job("policy"), batchv1.JobFailed) != "" })
+	envtest.EventuallyTrue(t, "failed", func() bool { return condition(c.job("policy"), batchv1.JobFailed) != "" })
 	want := "True PodFailurePolicy Container main for pod default/" + victim.Name + " failed with exit code 42 matching FailJob rule at index 0"
 	if got := condition(c.job("policy"), batchv1.JobFailed); got != want {
 		t.Fatalf("Failed condition %q, want %q", got, want)
 	}
-	controllertest.EventuallyTrue(t, "the other pod deleted", func() bool { return len(c.running("policy")) == 0 })
+	envtest.EventuallyTrue(t, "the other pod deleted", func() bool { return len(c.running("policy")) == 0 })
 }
 
 // An Ignore rule keeps a failure from counting towards backoffLimit.
@@ -329,7 +329,7 @@ func TestPodFailurePolicyIgnore(t *testing.T) {
 		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
 	}}}
 	c.create(job)
-	controllertest.EventuallyTrue(t, "a pod", func() bool { return len(c.pods("ignore")) == 1 })
+	envtest.EventuallyTrue(t, "a pod", func() bool { return len(c.pods("ignore")) == 1 })
 	first := c.pods("ignore")[0]
 	c.setStatus(first.Name, func(st *corev1.PodStatus) {
 		st.Phase = corev1.PodFailed
@@ -338,7 +338,7 @@ func TestPodFailurePolicyIgnore(t *testing.T) {
 	// Ignored or not, a failure delays the replacement.
 	stepUntil(t, clk, "a replacement", func() bool { return len(c.running("ignore")) == 1 })
 	c.finish(c.running("ignore")[0], corev1.PodSucceeded, 0, clk.Now())
-	controllertest.EventuallyTrue(t, "complete", func() bool { return condition(c.job("ignore"), batchv1.JobComplete) != "" })
+	envtest.EventuallyTrue(t, "complete", func() bool { return condition(c.job("ignore"), batchv1.JobComplete) != "" })
 	if st := c.job("ignore").Status; st.Failed != 0 || st.Succeeded != 1 {
 		t.Fatalf("status %+v", st)
 	}
@@ -355,12 +355,12 @@ func TestPodReplacementPolicy(t *testing.T) {
 			job.Spec.PodReplacementPolicy = ptr.To(policy)
 			job.Spec.Template.Spec.NodeName = "node-1" // deleted gracefully
 			c.create(job)
-			controllertest.EventuallyTrue(t, "a pod", func() bool { return len(c.pods("replace")) == 1 })
+			envtest.EventuallyTrue(t, "a pod", func() bool { return len(c.pods("replace")) == 1 })
 			victim := c.pods("replace")[0]
 			if err := c.client.CoreV1().Pods("default").Delete(bg, victim.Name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			controllertest.EventuallyTrue(t, "one terminating", func() bool { return ptr.Deref(c.job("replace").Status.Terminating, 0) == 1 })
+			envtest.EventuallyTrue(t, "one terminating", func() bool { return ptr.Deref(c.job("replace").Status.Terminating, 0) == 1 })
 			if policy == batchv1.TerminatingOrFailed {
 				// The terminating pod counts as failed: its replacement
 				// waits for the failure backoff.
@@ -392,7 +392,7 @@ func TestBackoffLimitPerIndex(t *testing.T) {
 	job.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
 	job.Spec.BackoffLimitPerIndex = ptr.To[int32](1)
 	c.create(job)
-	controllertest.EventuallyTrue(t, "2 pods", func() bool { return len(c.pods("perindex")) == 2 })
+	envtest.EventuallyTrue(t, "2 pods", func() bool { return len(c.pods("perindex")) == 2 })
 	for _, p := range c.pods("perindex") {
 		if p.Annotations[batchv1.JobIndexFailureCountAnnotation] != "0" {
 			t.Fatalf("pod %s: annotations %v", p.Name, p.Annotations)
@@ -409,7 +409,7 @@ func TestBackoffLimitPerIndex(t *testing.T) {
 		t.Fatalf("retry %s: annotations %v", retry.Name, retry.Annotations)
 	}
 	c.finish(retry, corev1.PodFailed, 1, clk.Now())
-	controllertest.EventuallyTrue(t, "failed", func() bool { return condition(c.job("perindex"), batchv1.JobFailed) != "" })
+	envtest.EventuallyTrue(t, "failed", func() bool { return condition(c.job("perindex"), batchv1.JobFailed) != "" })
 	got := c.job("perindex")
 	if condition(got, batchv1.JobFailed) != "True FailedIndexes Job has failed indexes" ||
 		ptr.Deref(got.Status.FailedIndexes, "") != "0" || got.Status.CompletedIndexes != "1" ||
@@ -437,7 +437,7 @@ func TestAdoptsOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 	created := c.create(job)
-	controllertest.EventuallyTrue(t, "adopted, and one pod created", func() bool {
+	envtest.EventuallyTrue(t, "adopted, and one pod created", func() bool {
 		ps := c.pods("adopt")
 		mine := 0
 		for _, p := range ps {
@@ -457,20 +457,20 @@ func TestSuccessPolicy(t *testing.T) {
 	job.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
 	job.Spec.SuccessPolicy = &batchv1.SuccessPolicy{Rules: []batchv1.SuccessPolicyRule{{SucceededIndexes: ptr.To("0")}}}
 	c.create(job)
-	controllertest.EventuallyTrue(t, "3 pods", func() bool { return len(c.pods("leader")) == 3 })
+	envtest.EventuallyTrue(t, "3 pods", func() bool { return len(c.pods("leader")) == 3 })
 	for _, p := range c.pods("leader") {
 		if p.Annotations[batchv1.JobCompletionIndexAnnotation] == "0" {
 			c.finish(p, corev1.PodSucceeded, 0, time.Now())
 		}
 	}
-	controllertest.EventuallyTrue(t, "complete", func() bool { return condition(c.job("leader"), batchv1.JobComplete) != "" })
+	envtest.EventuallyTrue(t, "complete", func() bool { return condition(c.job("leader"), batchv1.JobComplete) != "" })
 	got := c.job("leader")
 	want := "True SuccessPolicy Matched rules at index 0"
 	if condition(got, batchv1.JobSuccessCriteriaMet) != want || condition(got, batchv1.JobComplete) != want ||
 		got.Status.CompletedIndexes != "0" || got.Status.Succeeded != 1 || got.Status.Active != 0 {
 		t.Fatalf("status %+v", got.Status)
 	}
-	controllertest.EventuallyTrue(t, "the other pods deleted", func() bool { return len(c.pods("leader")) == 1 })
+	envtest.EventuallyTrue(t, "the other pods deleted", func() bool { return len(c.pods("leader")) == 1 })
 }
 
 // A FailIndex rule fails the index at once; past maxFailedIndexes the job
@@ -486,20 +486,20 @@ func TestMaxFailedIndexes(t *testing.T) {
 		OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{3}},
 	}}}
 	c.create(job)
-	controllertest.EventuallyTrue(t, "3 pods", func() bool { return len(c.pods("indexes")) == 3 })
+	envtest.EventuallyTrue(t, "3 pods", func() bool { return len(c.pods("indexes")) == 3 })
 	for _, p := range c.pods("indexes") {
 		if p.Annotations[batchv1.JobCompletionIndexAnnotation] == "1" {
 			c.finish(p, corev1.PodFailed, 3, time.Now())
 		}
 	}
-	controllertest.EventuallyTrue(t, "failed", func() bool { return condition(c.job("indexes"), batchv1.JobFailed) != "" })
+	envtest.EventuallyTrue(t, "failed", func() bool { return condition(c.job("indexes"), batchv1.JobFailed) != "" })
 	got := c.job("indexes")
 	want := "True MaxFailedIndexesExceeded Job has exceeded the specified maximal number of failed indexes"
 	if condition(got, batchv1.JobFailed) != want || ptr.Deref(got.Status.FailedIndexes, "") != "1" || got.Status.Failed != 3 {
 		t.Fatalf("status %+v", got.Status)
 	}
 	// The failed pod stays (the pod garbage collector would remove it).
-	controllertest.EventuallyTrue(t, "the other pods deleted", func() bool { return len(c.pods("indexes")) == 1 })
+	envtest.EventuallyTrue(t, "the other pods deleted", func() bool { return len(c.pods("indexes")) == 1 })
 }
 
 // As the conformance test does: a pod whose owner reference is removed is
@@ -508,7 +508,7 @@ func TestMaxFailedIndexes(t *testing.T) {
 func TestReadoptsAndReleases(t *testing.T) {
 	c := startCluster(t, clock.RealClock{})
 	job := c.create(newJob("claim", ptr.To[int32](4), 2))
-	controllertest.EventuallyTrue(t, "2 pods", func() bool { return len(c.pods("claim")) == 2 })
+	envtest.EventuallyTrue(t, "2 pods", func() bool { return len(c.pods("claim")) == 2 })
 	name := c.pods("claim")[0].Name
 	update := func(change func(*corev1.Pod)) {
 		t.Helper()
@@ -533,12 +533,12 @@ func TestReadoptsAndReleases(t *testing.T) {
 		return pod
 	}
 	update(func(p *corev1.Pod) { p.OwnerReferences = nil })
-	controllertest.EventuallyTrue(t, "readopted", func() bool {
+	envtest.EventuallyTrue(t, "readopted", func() bool {
 		p := get()
 		return metav1.IsControlledBy(p, job) && hasJobFinalizer(*p)
 	})
 	update(func(p *corev1.Pod) { p.Labels = nil })
-	controllertest.EventuallyTrue(t, "released and replaced", func() bool {
+	envtest.EventuallyTrue(t, "released and replaced", func() bool {
 		p := get()
 		return metav1.GetControllerOf(p) == nil && !hasJobFinalizer(*p) && len(c.running("claim")) == 2
 	})

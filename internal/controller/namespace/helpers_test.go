@@ -2,45 +2,19 @@ package namespace
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"os"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
-	"orch/internal/apiserver/apitest"
 	"orch/internal/controller"
+	"orch/internal/controller/controllertest"
 )
 
 // newContext returns a controller.Context on a fresh test apiserver.
 func newContext(t *testing.T) controller.Context {
 	t.Helper()
-	srv := apitest.Start(t)
-	client := kubernetes.NewForConfigOrDie(srv.Config)
-	broadcaster := record.NewBroadcaster()
-	t.Cleanup(broadcaster.Shutdown)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("ORCH_TEST_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return controller.Context{
-		Client:    client,
-		Metadata:  metadata.NewForConfigOrDie(srv.Config),
-		Informers: informers.NewSharedInformerFactory(client, 0),
-		Recorder: func(component string) record.EventRecorder {
-			return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
-		},
-		Log:   log,
-		Clock: clock.RealClock{},
-	}
+	return controllertest.New(t).Context
 }
 
 // run starts the controller and the informers until the test ends.

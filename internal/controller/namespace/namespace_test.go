@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 
-	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 )
 
 const holdFinalizer = "example.com/hold"
@@ -134,7 +134,7 @@ func TestNamespaceDeletion(t *testing.T) {
 		if err := namespaces.Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		controllertest.Eventually(t, "conditions report the held configmap", func() (bool, error) {
+		envtest.Eventually(t, "conditions report the held configmap", func() (bool, error) {
 			got, err := namespaces.Get(ctx, ns, metav1.GetOptions{})
 			if err != nil {
 				return false, err
@@ -146,7 +146,7 @@ func TestNamespaceDeletion(t *testing.T) {
 				conditionIs(got, corev1.NamespaceDeletionDiscoveryFailure, corev1.ConditionFalse, "ResourcesDiscovered", "All resources successfully discovered") &&
 				conditionIs(got, corev1.NamespaceDeletionGVParsingFailure, corev1.ConditionFalse, "ParsedGroupVersions", "All legacy kube types successfully parsed"), nil
 		})
-		controllertest.Eventually(t, "everything but the held configmap deleted", func() (bool, error) {
+		envtest.Eventually(t, "everything but the held configmap deleted", func() (bool, error) {
 			return emptyExcept(ctx, client.Discovery(), listNames(ns), "configmaps/held")
 		})
 		got, err := namespaces.Get(ctx, ns, metav1.GetOptions{})
@@ -156,7 +156,7 @@ func TestNamespaceDeletion(t *testing.T) {
 		if _, err := client.CoreV1().ConfigMaps(ns).Patch(ctx, held.Name, types.MergePatchType, unhold, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		controllertest.Eventually(t, "namespace deleted", gone(func() error { _, err := namespaces.Get(ctx, ns, metav1.GetOptions{}); return err }))
+		envtest.Eventually(t, "namespace deleted", gone(func() error { _, err := namespaces.Get(ctx, ns, metav1.GetOptions{}); return err }))
 	})
 
 	t.Run("PodsFirst", func(t *testing.T) {
@@ -175,7 +175,7 @@ func TestNamespaceDeletion(t *testing.T) {
 		if err := namespaces.Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		controllertest.Eventually(t, "conditions report the held pod", func() (bool, error) {
+		envtest.Eventually(t, "conditions report the held pod", func() (bool, error) {
 			got, err := namespaces.Get(ctx, ns, metav1.GetOptions{})
 			return err == nil && conditionIs(got, corev1.NamespaceContentRemaining, corev1.ConditionTrue, "SomeResourcesRemain",
 				"Some resources are remaining: pods. has 1 resource instances"), err
@@ -190,7 +190,7 @@ func TestNamespaceDeletion(t *testing.T) {
 		if _, err := client.CoreV1().Pods(ns).Patch(ctx, "held", types.MergePatchType, unhold, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		controllertest.Eventually(t, "namespace deleted", gone(func() error { _, err := namespaces.Get(ctx, ns, metav1.GetOptions{}); return err }))
+		envtest.Eventually(t, "namespace deleted", gone(func() error { _, err := namespaces.Get(ctx, ns, metav1.GetOptions{}); return err }))
 	})
 
 	t.Run("ActiveUntouched", func(t *testing.T) {

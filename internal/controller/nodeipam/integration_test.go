@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"net"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"orch/internal/controller/controllertest"
 	"orch/internal/controller/nodeipam"
+	"orch/internal/envtest"
 )
 
 func TestNodesGetDistinctCIDRs(t *testing.T) {
@@ -21,16 +22,15 @@ func TestNodesGetDistinctCIDRs(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := env.Start(t, c)
-	nodes := env.Context.Client.CoreV1().Nodes()
+	nodes := env.Client.CoreV1().Nodes()
 	for i := 0; i < 5; i++ {
 		if _, err := nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	seen := map[string]string{}
-	deadline := time.Now().Add(20 * time.Second)
-	for len(seen) < 5 && time.Now().Before(deadline) {
-		list, _ := nodes.List(ctx, metav1.ListOptions{})
+	var seen map[string]string
+	envtest.Eventually(t, "a CIDR for each of the 5 nodes", func() (bool, error) {
+		list, err := nodes.List(ctx, metav1.ListOptions{})
 		seen = map[string]string{}
 		for _, n := range list.Items {
 			if n.Spec.PodCIDR != "" {
@@ -43,8 +43,8 @@ func TestNodesGetDistinctCIDRs(t *testing.T) {
 				}
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(seen) == 5, err
+	})
 	if len(seen) != 5 {
 		t.Fatalf("%d of 5 nodes got a CIDR: %v", len(seen), seen)
 	}
@@ -58,22 +58,20 @@ func TestNodesGetDistinctCIDRs(t *testing.T) {
 	if err := nodes.Delete(ctx, victim, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // let the controller's informer see the deletion
+	// The controller counts the CIDRs in use from the shared informer's
+	// cache: wait until the deletion is there.
+	envtest.EventuallyTrue(t, "the deletion in the controller's cache", func() bool {
+		_, err := env.Informers.Core().V1().Nodes().Lister().Get(victim)
+		return apierrors.IsNotFound(err)
+	})
 	if _, err := nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "late"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(20 * time.Second)
-	for {
+	envtest.EventuallyTrue(t, "a CIDR for the new node", func() bool {
 		n, err := nodes.Get(ctx, "late", metav1.GetOptions{})
-		if err == nil && n.Spec.PodCIDR != "" {
-			if n.Spec.PodCIDR != "10.42.2.0/24" {
-				t.Fatalf("the new node got %s, want the freed 10.42.2.0/24", n.Spec.PodCIDR)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the new node got no CIDR")
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil && n.Spec.PodCIDR != ""
+	})
+	if n, _ := nodes.Get(ctx, "late", metav1.GetOptions{}); n.Spec.PodCIDR != "10.42.2.0/24" {
+		t.Fatalf("the new node got %s, want the freed 10.42.2.0/24", n.Spec.PodCIDR)
 	}
 }

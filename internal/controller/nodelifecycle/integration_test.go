@@ -13,6 +13,7 @@ import (
 
 	"orch/internal/controller/controllertest"
 	"orch/internal/controller/nodelifecycle"
+	"orch/internal/envtest"
 	"orch/internal/simnode"
 )
 
@@ -48,13 +49,13 @@ func TestSilentNodeIsTaintedAndItsPodsEvicted(t *testing.T) {
 	}
 	pod("short", ptr.To[int64](1))
 	pod("forever", nil)
-	controllertest.EventuallyTrue(t, "pods running", func() bool {
+	envtest.EventuallyTrue(t, "pods running", func() bool {
 		p, err := client.CoreV1().Pods("app").Get(ctx, "short", metav1.GetOptions{})
 		return err == nil && p.Status.Phase == corev1.PodRunning
 	})
 
 	sim.StopHeartbeat("n1")
-	controllertest.EventuallyTrue(t, "n1 Ready=Unknown with the unreachable NoExecute taint", func() bool {
+	envtest.EventuallyTrue(t, "n1 Ready=Unknown with the unreachable NoExecute taint", func() bool {
 		n, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -68,7 +69,7 @@ func TestSilentNodeIsTaintedAndItsPodsEvicted(t *testing.T) {
 		}
 		return unknown && tainted
 	})
-	controllertest.EventuallyTrue(t, "the short-toleration pod to be evicted", func() bool {
+	envtest.EventuallyTrue(t, "the short-toleration pod to be evicted", func() bool {
 		p, err := client.CoreV1().Pods("app").Get(ctx, "short", metav1.GetOptions{})
 		return err != nil || p.DeletionTimestamp != nil
 	})
@@ -80,7 +81,7 @@ func TestSilentNodeIsTaintedAndItsPodsEvicted(t *testing.T) {
 	}
 
 	sim.ResumeHeartbeat("n1")
-	controllertest.EventuallyTrue(t, "n1's taints to go once it heartbeats again", func() bool {
+	envtest.EventuallyTrue(t, "n1's taints to go once it heartbeats again", func() bool {
 		n, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
 		return err == nil && len(n.Spec.Taints) == 0
 	})
@@ -137,7 +138,7 @@ func TestPressureConditionsTaintTheNode(t *testing.T) {
 		}
 		slices.Sort(want)
 		var got []string
-		controllertest.EventuallyTrue(t, fmt.Sprintf("taints %v", want), func() bool {
+		envtest.EventuallyTrue(t, fmt.Sprintf("taints %v", want), func() bool {
 			n, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
 			if err != nil {
 				return false

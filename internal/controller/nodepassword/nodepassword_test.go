@@ -2,49 +2,22 @@ package nodepassword
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"os"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
-	"orch/internal/apiserver/apitest"
-	"orch/internal/controller"
 	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 )
 
 func start(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	srv := apitest.Start(t)
-	client := kubernetes.NewForConfigOrDie(srv.Config)
-	ctx := context.Background()
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: SecretNamespace}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("ORCH_TEST_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	factory := informers.NewSharedInformerFactory(client, 0)
-	c := New(controller.Context{Client: client, Informers: factory, Log: log})
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- c.Start(runCtx) }()
-	factory.Start(runCtx.Done())
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Start: %v", err)
-		}
-		factory.Shutdown()
-	})
-	return client
+	env := controllertest.New(t, SecretNamespace)
+	env.Start(t, New(env.Context))
+	return env.Client
 }
 
 func passwordSecret(node string) *corev1.Secret {
@@ -77,7 +50,7 @@ func TestNodeDeletionFreesName(t *testing.T) {
 	if _, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "other"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "the Node's UID recorded on its password secret", func() (bool, error) {
+	envtest.Eventually(t, "the Node's UID recorded on its password secret", func() (bool, error) {
 		s, err := secrets.Get(ctx, "n1"+SecretSuffix, metav1.GetOptions{})
 		return err == nil && s.Annotations[NodeUIDAnnotation] == string(node.UID), err
 	})
@@ -88,13 +61,24 @@ func TestNodeDeletionFreesName(t *testing.T) {
 	if err := client.CoreV1().Nodes().Delete(ctx, "other", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "password secret deleted with its Node", func() (bool, error) {
+	envtest.Eventually(t, "password secret deleted with its Node", func() (bool, error) {
 		_, err := secrets.Get(ctx, "n1"+SecretSuffix, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	// The controller went past these keys before n1's deletion was seen
-	// (one worker, keys in order of events); give it a moment more anyway.
-	time.Sleep(200 * time.Millisecond)
+	// A Node registered after the deletions gets its UID recorded: by then
+	// the controller has handled every earlier event (one worker, keys in
+	// the order of their events), the other secrets' included.
+	if _, err := secrets.Create(ctx, passwordSecret("marker"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	marker, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "marker"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, "the marker Node's UID recorded on its password secret", func() (bool, error) {
+		s, err := secrets.Get(ctx, "marker"+SecretSuffix, metav1.GetOptions{})
+		return err == nil && s.Annotations[NodeUIDAnnotation] == string(marker.UID), err
+	})
 	for _, name := range []string{"unregistered" + SecretSuffix, "other" + SecretSuffix} {
 		if _, err := secrets.Get(ctx, name, metav1.GetOptions{}); err != nil {
 			t.Errorf("secret %s: %v (it must be kept)", name, err)
@@ -112,7 +96,7 @@ func TestSecretOfDeletedNodeAtStart(t *testing.T) {
 	if _, err := client.CoreV1().Secrets(SecretNamespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "password secret of a deleted Node removed", func() (bool, error) {
+	envtest.Eventually(t, "password secret of a deleted Node removed", func() (bool, error) {
 		_, err := client.CoreV1().Secrets(SecretNamespace).Get(ctx, s.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})

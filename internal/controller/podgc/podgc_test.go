@@ -12,6 +12,7 @@ import (
 
 	"orch/internal/controller/controllertest"
 	"orch/internal/controller/podgc"
+	"orch/internal/envtest"
 )
 
 func TestPodGC(t *testing.T) {
@@ -25,7 +26,7 @@ func TestPodGC(t *testing.T) {
 	if _, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "alive"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	mk := func(name, node string, phase corev1.PodPhase) {
+	mk := func(name, node string, phase corev1.PodPhase) *corev1.Pod {
 		p, err := client.CoreV1().Pods("gc").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "i"}}}}, metav1.CreateOptions{})
 		if err != nil {
@@ -35,10 +36,16 @@ func TestPodGC(t *testing.T) {
 		if _, err := client.CoreV1().Pods("gc").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(1100 * time.Millisecond) // distinct creation timestamps (second resolution)
+		return p
 	}
+	// The finished pods' creation timestamps (whole seconds) must differ:
+	// the next is made once the apiserver's clock (this process's) has
+	// passed the second of the last.
 	for i := 0; i < 4; i++ {
-		mk(fmt.Sprintf("done-%d", i), "alive", corev1.PodSucceeded)
+		p := mk(fmt.Sprintf("done-%d", i), "alive", corev1.PodSucceeded)
+		envtest.EventuallyTrue(t, "the second after "+p.Name+"'s creation", func() bool {
+			return time.Now().Truncate(time.Second).After(p.CreationTimestamp.Time)
+		})
 	}
 	mk("running", "alive", corev1.PodRunning)
 	mk("orphan", "gone", corev1.PodRunning)
@@ -47,29 +54,19 @@ func TestPodGC(t *testing.T) {
 		_, err := client.CoreV1().Pods("gc").Get(ctx, name, metav1.GetOptions{})
 		return !apierrors.IsNotFound(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for exists("done-0") || exists("done-1") {
-		if time.Now().After(deadline) {
-			t.Fatal("the two oldest finished pods were not collected")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	envtest.EventuallyTrue(t, "the two oldest finished pods to be collected", func() bool {
+		return !exists("done-0") && !exists("done-1")
+	})
 	if !exists("done-2") || !exists("done-3") || !exists("running") {
 		t.Fatal("collected more than the finished pods over the threshold")
 	}
 	if !exists("orphan") {
 		t.Fatal("the orphan was deleted before its node had been missing for 40 s")
 	}
-	// Two gc periods of fake time later the node has been gone long enough.
-	for i := 0; i < 3; i++ {
+	// Once the node has been gone long enough in fake time, a collection
+	// deletes the orphan (each step makes the next collection due).
+	envtest.EventuallyTrue(t, "the pod on a missing node to be collected", func() bool {
 		clock.Step(21 * time.Second)
-		time.Sleep(100 * time.Millisecond)
-	}
-	deadline = time.Now().Add(20 * time.Second)
-	for exists("orphan") {
-		if time.Now().After(deadline) {
-			t.Fatal("the pod on a missing node was not collected")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return !exists("orphan")
+	})
 }

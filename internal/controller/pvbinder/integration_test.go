@@ -16,6 +16,7 @@ import (
 
 	"orch/internal/controller/controllertest"
 	"orch/internal/controller/pvbinder"
+	"orch/internal/envtest"
 )
 
 func TestBinding(t *testing.T) {
@@ -113,7 +114,7 @@ func TestBinding(t *testing.T) {
 			}
 		}
 		waitVolume(t, client, "pv-keep", func(pv *corev1.PersistentVolume) bool { return pv.Status.Phase == corev1.VolumeReleased })
-		controllertest.EventuallyTrue(t, "pv-drop to be deleted", func() bool {
+		envtest.EventuallyTrue(t, "pv-drop to be deleted", func() bool {
 			_, err := client.CoreV1().PersistentVolumes().Get(ctx, "pv-drop", metav1.GetOptions{})
 			return apierrors.IsNotFound(err)
 		})
@@ -148,7 +149,7 @@ func createClaim(t *testing.T, client kubernetes.Interface, name, size string, c
 func waitClaim(t *testing.T, client kubernetes.Interface, name string, ok func(*corev1.PersistentVolumeClaim) bool) *corev1.PersistentVolumeClaim {
 	t.Helper()
 	var claim *corev1.PersistentVolumeClaim
-	controllertest.EventuallyTrue(t, "claim "+name, func() bool {
+	envtest.EventuallyTrue(t, "claim "+name, func() bool {
 		var err error
 		claim, err = client.CoreV1().PersistentVolumeClaims("app").Get(t.Context(), name, metav1.GetOptions{})
 		return err == nil && ok(claim)
@@ -159,7 +160,7 @@ func waitClaim(t *testing.T, client kubernetes.Interface, name string, ok func(*
 func waitVolume(t *testing.T, client kubernetes.Interface, name string, ok func(*corev1.PersistentVolume) bool) *corev1.PersistentVolume {
 	t.Helper()
 	var pv *corev1.PersistentVolume
-	controllertest.EventuallyTrue(t, "volume "+name, func() bool {
+	envtest.EventuallyTrue(t, "volume "+name, func() bool {
 		var err error
 		pv, err = client.CoreV1().PersistentVolumes().Get(t.Context(), name, metav1.GetOptions{})
 		return err == nil && ok(pv)
@@ -169,7 +170,7 @@ func waitVolume(t *testing.T, client kubernetes.Interface, name string, ok func(
 
 func waitEvent(t *testing.T, client kubernetes.Interface, object, reason, message string) {
 	t.Helper()
-	controllertest.EventuallyTrue(t, "event "+reason+" on "+object, func() bool {
+	envtest.EventuallyTrue(t, "event "+reason+" on "+object, func() bool {
 		list, err := client.CoreV1().Events("app").List(context.Background(), metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", object).String()})
 		if err != nil {
 			return false

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
-	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 )
 
 // A create that fails (here: a quota) is tried once per sync, not once per
@@ -42,7 +42,7 @@ func TestFailedCreateSlowStart(t *testing.T) {
 	recorder := record.NewFakeRecorder(100)
 	run(t, client, clock.RealClock{}, func(string) record.EventRecorder { return recorder })
 
-	controllertest.Eventually(t, "ReplicaFailure condition", func() (bool, error) {
+	envtest.Eventually(t, "ReplicaFailure condition", func() (bool, error) {
 		got, err := client.AppsV1().ReplicaSets("default").Get(context.Background(), "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -65,7 +65,7 @@ func TestFailedCreateSlowStart(t *testing.T) {
 	}
 
 	failing.Store(0)
-	controllertest.Eventually(t, "5 pods and the condition cleared", func() (bool, error) {
+	envtest.Eventually(t, "5 pods and the condition cleared", func() (bool, error) {
 		got, err := client.AppsV1().ReplicaSets("default").Get(context.Background(), "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err

@@ -15,6 +15,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 )
 
 // cluster is a real apiserver on embedded etcd with the controller running
@@ -65,7 +66,7 @@ func (c *cluster) kubeletReady(pod corev1.Pod, since time.Time) {
 // events returns "Type Reason Message" of the events about the object.
 func (c *cluster) events(kind, name string) []string {
 	c.t.Helper()
-	return controllertest.Events(c.t, c.client, "default", kind, name)
+	return envtest.Events(c.t, c.client, "default", kind, name)
 }
 
 func TestReplicaSetScalesAndReportsStatus(t *testing.T) {
@@ -74,7 +75,7 @@ func TestReplicaSetScalesAndReportsStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "3 pods and status.replicas 3", func() (bool, error) {
+	envtest.Eventually(t, "3 pods and status.replicas 3", func() (bool, error) {
 		got := c.rs("web")
 		return len(c.pods("web")) == 3 && got.Status.Replicas == 3 && got.Status.ObservedGeneration == got.Generation, nil
 	})
@@ -90,7 +91,7 @@ func TestReplicaSetScalesAndReportsStatus(t *testing.T) {
 	pods := c.pods("web")
 	c.kubeletReady(pods[0], time.Now())
 	c.kubeletReady(pods[1], time.Now())
-	controllertest.Eventually(t, "2 ready and available", func() (bool, error) {
+	envtest.Eventually(t, "2 ready and available", func() (bool, error) {
 		st := c.rs("web").Status
 		return st.ReadyReplicas == 2 && st.AvailableReplicas == 2 && st.FullyLabeledReplicas == 3, nil
 	})
@@ -102,7 +103,7 @@ func TestReplicaSetScalesAndReportsStatus(t *testing.T) {
 		metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "2 pods", func() (bool, error) {
+	envtest.Eventually(t, "2 pods", func() (bool, error) {
 		got := c.rs("web")
 		return len(c.pods("web")) == 2 && got.Status.Replicas == 2 && got.Status.ObservedGeneration == got.Generation, nil
 	})
@@ -116,14 +117,14 @@ func TestReplicaSetScalesAndReportsStatus(t *testing.T) {
 	if err := c.client.CoreV1().Pods("default").Delete(bg, pods[0].Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "a replacement", func() (bool, error) {
+	envtest.Eventually(t, "a replacement", func() (bool, error) {
 		ps := c.pods("web")
 		return len(ps) == 2 && ps[0].Name != pods[0].Name && ps[1].Name != pods[0].Name, nil
 	})
-	controllertest.Eventually(t, "events", func() (bool, error) {
+	envtest.Eventually(t, "events", func() (bool, error) {
 		ev := c.events("ReplicaSet", "web")
-		return controllertest.CountPrefix(ev, "Normal SuccessfulCreate Created pod: web-") == 4 &&
-			controllertest.CountPrefix(ev, "Normal SuccessfulDelete Deleted pod: "+pods[2].Name) == 1, nil
+		return envtest.CountPrefix(ev, "Normal SuccessfulCreate Created pod: web-") == 4 &&
+			envtest.CountPrefix(ev, "Normal SuccessfulDelete Deleted pod: "+pods[2].Name) == 1, nil
 	})
 }
 
@@ -135,7 +136,7 @@ func TestReplicaSetNeverOvershoots(t *testing.T) {
 		t.Fatal(err)
 	}
 	most := 0
-	controllertest.Eventually(t, "40 pods", func() (bool, error) {
+	envtest.Eventually(t, "40 pods", func() (bool, error) {
 		n := len(c.pods("big"))
 		most = max(most, n)
 		return c.rs("big").Status.Replicas == 40, nil
@@ -162,7 +163,7 @@ func TestReplicaSetAdoptsAndReleases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "the orphan adopted and one pod created", func() (bool, error) {
+	envtest.Eventually(t, "the orphan adopted and one pod created", func() (bool, error) {
 		mine := 0
 		for _, p := range c.pods("web") {
 			if controlledBy(&p, rs) {
@@ -189,7 +190,7 @@ func TestReplicaSetAdoptsAndReleases(t *testing.T) {
 	if _, err := c.client.CoreV1().Pods("default").Update(bg, orphan, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "released and replaced", func() (bool, error) {
+	envtest.Eventually(t, "released and replaced", func() (bool, error) {
 		p, err := c.client.CoreV1().Pods("default").Get(bg, "orphan", metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -234,7 +235,7 @@ func TestReplicationController(t *testing.T) {
 		}
 		return got
 	}
-	controllertest.Eventually(t, "2 pods", func() (bool, error) {
+	envtest.Eventually(t, "2 pods", func() (bool, error) {
 		return len(c.pods("old")) == 2 && get().Status.Replicas == 2, nil
 	})
 	for _, p := range c.pods("old") {
@@ -244,7 +245,7 @@ func TestReplicationController(t *testing.T) {
 		}
 		c.kubeletReady(p, time.Now())
 	}
-	controllertest.Eventually(t, "ready", func() (bool, error) {
+	envtest.Eventually(t, "ready", func() (bool, error) {
 		st := get().Status
 		return st.ReadyReplicas == 2 && st.AvailableReplicas == 2 && st.FullyLabeledReplicas == 2 && st.ObservedGeneration == 1, nil
 	})
@@ -254,13 +255,13 @@ func TestReplicationController(t *testing.T) {
 	if _, err := c.client.CoreV1().ReplicationControllers("default").Update(bg, cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "scaled to 0", func() (bool, error) {
+	envtest.Eventually(t, "scaled to 0", func() (bool, error) {
 		st := get().Status
 		return len(c.pods("old")) == 0 && st.Replicas == 0 && st.ObservedGeneration == 2, nil
 	})
-	controllertest.Eventually(t, "events", func() (bool, error) {
+	envtest.Eventually(t, "events", func() (bool, error) {
 		ev := c.events("ReplicationController", "old")
-		return controllertest.CountPrefix(ev, "Normal SuccessfulCreate") == 2 && controllertest.CountPrefix(ev, "Normal SuccessfulDelete") == 2, nil
+		return envtest.CountPrefix(ev, "Normal SuccessfulCreate") == 2 && envtest.CountPrefix(ev, "Normal SuccessfulDelete") == 2, nil
 	})
 }
 
@@ -274,11 +275,11 @@ func TestMinReadySecondsFollowsTheClock(t *testing.T) {
 	if _, err := c.client.AppsV1().ReplicaSets("default").Create(bg, rs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "2 pods", func() (bool, error) { return len(c.pods("slow")) == 2, nil })
+	envtest.Eventually(t, "2 pods", func() (bool, error) { return len(c.pods("slow")) == 2, nil })
 	for _, p := range c.pods("slow") {
 		c.kubeletReady(p, clk.Now())
 	}
-	controllertest.Eventually(t, "ready but not available", func() (bool, error) {
+	envtest.Eventually(t, "ready but not available", func() (bool, error) {
 		st := c.rs("slow").Status
 		return st.ReadyReplicas == 2, nil
 	})
@@ -286,9 +287,9 @@ func TestMinReadySecondsFollowsTheClock(t *testing.T) {
 		t.Fatalf("available before minReadySeconds: %+v", st)
 	}
 	// The controller waits on the clock for the pods' 30 s.
-	controllertest.Eventually(t, "a pending re-check", func() (bool, error) { return clk.HasWaiters(), nil })
+	envtest.Eventually(t, "a pending re-check", func() (bool, error) { return clk.HasWaiters(), nil })
 	clk.Step(31 * time.Second)
-	controllertest.Eventually(t, "available", func() (bool, error) { return c.rs("slow").Status.AvailableReplicas == 2, nil })
+	envtest.Eventually(t, "available", func() (bool, error) { return c.rs("slow").Status.AvailableReplicas == 2, nil })
 }
 
 // Pods on a node are deleted gracefully: until the kubelet finishes them
@@ -301,12 +302,12 @@ func TestTerminatingReplicas(t *testing.T) {
 	if _, err := c.client.AppsV1().ReplicaSets("default").Create(bg, rs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "2 pods", func() (bool, error) { return c.rs("web").Status.Replicas == 2, nil })
+	envtest.Eventually(t, "2 pods", func() (bool, error) { return c.rs("web").Status.Replicas == 2, nil })
 	victim := c.pods("web")[0]
 	if err := c.client.CoreV1().Pods("default").Delete(bg, victim.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "a replacement and one terminating", func() (bool, error) {
+	envtest.Eventually(t, "a replacement and one terminating", func() (bool, error) {
 		st := c.rs("web").Status
 		return len(c.pods("web")) == 3 && st.Replicas == 2 && st.TerminatingReplicas != nil && *st.TerminatingReplicas == 1, nil
 	})
@@ -314,7 +315,7 @@ func TestTerminatingReplicas(t *testing.T) {
 	if err := c.client.CoreV1().Pods("default").Delete(bg, victim.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "none terminating", func() (bool, error) {
+	envtest.Eventually(t, "none terminating", func() (bool, error) {
 		st := c.rs("web").Status
 		return len(c.pods("web")) == 2 && st.TerminatingReplicas != nil && *st.TerminatingReplicas == 0, nil
 	})

@@ -7,12 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 
-	"orch/internal/apiserver/apitest"
-	"orch/internal/controller"
 	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 )
 
 const rootCA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
@@ -21,24 +18,10 @@ const rootCA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 // comes back after deletion and is written back after an edit.
 func TestPublisher(t *testing.T) {
 	ctx := context.Background()
-	srv := apitest.Start(t)
-	client := kubernetes.NewForConfigOrDie(srv.Config)
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "existing"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	factory := informers.NewSharedInformerFactory(client, 0)
-	c := New(controller.Context{Client: client, Informers: factory}, []byte(rootCA))
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- c.Start(runCtx) }()
-	factory.Start(runCtx.Done())
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Start: %v", err)
-		}
-		factory.Shutdown()
-	})
+	env := controllertest.New(t, "existing")
+	client := env.Client
+	c := New(env.Context, []byte(rootCA))
+	env.Start(t, c)
 
 	published := func(ns string, uidNot string) func() (bool, error) {
 		return func() (bool, error) {
@@ -52,11 +35,11 @@ func TestPublisher(t *testing.T) {
 			return string(cm.UID) != uidNot && cm.Data[CAKey] == rootCA && len(cm.Data) == 1 && cm.Annotations[DescriptionAnnotation] == Description, nil
 		}
 	}
-	controllertest.Eventually(t, "kube-root-ca.crt in a namespace older than the controller", published("existing", ""))
+	envtest.Eventually(t, "kube-root-ca.crt in a namespace older than the controller", published("existing", ""))
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "kube-root-ca.crt in a new namespace", published("team", ""))
+	envtest.Eventually(t, "kube-root-ca.crt in a new namespace", published("team", ""))
 
 	first, err := client.CoreV1().ConfigMaps("team").Get(ctx, ConfigMapName, metav1.GetOptions{})
 	if err != nil {
@@ -65,7 +48,7 @@ func TestPublisher(t *testing.T) {
 	if err := client.CoreV1().ConfigMaps("team").Delete(ctx, ConfigMapName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "kube-root-ca.crt restored after deletion", published("team", string(first.UID)))
+	envtest.Eventually(t, "kube-root-ca.crt restored after deletion", published("team", string(first.UID)))
 
 	edited, err := client.CoreV1().ConfigMaps("team").Get(ctx, ConfigMapName, metav1.GetOptions{})
 	if err != nil {
@@ -76,5 +59,5 @@ func TestPublisher(t *testing.T) {
 	if _, err := client.CoreV1().ConfigMaps("team").Update(ctx, edited, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "kube-root-ca.crt written back after an edit", published("team", ""))
+	envtest.Eventually(t, "kube-root-ca.crt written back after an edit", published("team", ""))
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 )
 
 // TestIngressFollowsNodes: a LoadBalancer Service gets the Ready,
@@ -81,7 +82,7 @@ func TestIngressFollowsNodes(t *testing.T) {
 func ingressIs(t *testing.T, client kubernetes.Interface, name string, want ...string) {
 	t.Helper()
 	slices.Sort(want)
-	controllertest.Eventually(t, "ingress of "+name+" = ["+strings.Join(want, ",")+"]", func() (bool, error) {
+	envtest.Eventually(t, "ingress of "+name+" = ["+strings.Join(want, ",")+"]", func() (bool, error) {
 		svc, err := client.CoreV1().Services("default").Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err

@@ -17,6 +17,7 @@ import (
 
 	"orch/internal/controller/controllertest"
 	"orch/internal/controller/garbagecollector"
+	"orch/internal/envtest"
 )
 
 var bg = context.Background()
@@ -182,7 +183,7 @@ func (c *cluster) kubelet(app string) {
 // events returns "Type Reason Message" of the events about set name.
 func (c *cluster) events(name string) []string {
 	c.t.Helper()
-	return controllertest.Events(c.t, c.client, ns, "StatefulSet", name)
+	return envtest.Events(c.t, c.client, ns, "StatefulSet", name)
 }
 
 func (c *cluster) revisions(set *appsv1.StatefulSet) []appsv1.ControllerRevision {

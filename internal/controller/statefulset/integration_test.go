@@ -21,7 +21,7 @@ import (
 	"k8s.io/kubectl/pkg/polymorphichelpers"
 	testingclock "k8s.io/utils/clock/testing"
 
-	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 )
 
 // OrderedReady: pods are created one at a time, each only once the one
@@ -32,7 +32,7 @@ func TestOrderedReadyScaleUpAndDown(t *testing.T) {
 	set := c.create(newSet("web", 3))
 	for i := 0; i < 3; i++ {
 		name := "web-" + strconv.Itoa(i)
-		controllertest.Eventually(t, name+" created", func() (bool, error) {
+		envtest.Eventually(t, name+" created", func() (bool, error) {
 			_, ok := c.pods("web")[name]
 			return ok, nil
 		})
@@ -42,7 +42,7 @@ func TestOrderedReadyScaleUpAndDown(t *testing.T) {
 		}
 		c.markReady(name)
 	}
-	controllertest.Eventually(t, "status 3/3", func() (bool, error) {
+	envtest.Eventually(t, "status 3/3", func() (bool, error) {
 		st := c.set("web").Status
 		return st.Replicas == 3 && st.ReadyReplicas == 3 && st.AvailableReplicas == 3 &&
 			st.CurrentReplicas == 3 && st.UpdatedReplicas == 3 && st.ObservedGeneration == 1, nil
@@ -61,7 +61,7 @@ func TestOrderedReadyScaleUpAndDown(t *testing.T) {
 			t.Fatalf("pod %s: hostname %q subdomain %q labels %v owners %+v", p, pod.Spec.Hostname, pod.Spec.Subdomain, pod.Labels, pod.OwnerReferences)
 		}
 	}
-	controllertest.Eventually(t, "create events", func() (bool, error) {
+	envtest.Eventually(t, "create events", func() (bool, error) {
 		ev := c.events("web")
 		return slices.Contains(ev, "Normal SuccessfulCreate Create Pod web-0 in StatefulSet web successful") &&
 			slices.Contains(ev, "Normal SuccessfulCreate Create Pod web-2 in StatefulSet web successful"), nil
@@ -87,11 +87,11 @@ func TestOrderedReadyScaleUpAndDown(t *testing.T) {
 	if deleted[0] != "web-2" || deleted[1] != "web-1" {
 		t.Fatalf("deletion order %v, want [web-2 web-1]", deleted)
 	}
-	controllertest.Eventually(t, "status 1/1", func() (bool, error) {
+	envtest.Eventually(t, "status 1/1", func() (bool, error) {
 		st := c.set("web").Status
 		return st.Replicas == 1 && st.ReadyReplicas == 1 && names(c.pods("web")) == "web-0", nil
 	})
-	controllertest.Eventually(t, "delete event", func() (bool, error) {
+	envtest.Eventually(t, "delete event", func() (bool, error) {
 		return slices.Contains(c.events("web"), "Normal SuccessfulDelete Delete Pod web-2 in StatefulSet web successful"), nil
 	})
 }
@@ -110,16 +110,16 @@ func (c *cluster) podListRV() string {
 func TestOrderedReadyWaitsForUnhealthyPod(t *testing.T) {
 	c := startCluster(t, false)
 	c.create(newSet("db", 2))
-	controllertest.Eventually(t, "db-0", func() (bool, error) { return names(c.pods("db")) == "db-0", nil })
+	envtest.Eventually(t, "db-0", func() (bool, error) { return names(c.pods("db")) == "db-0", nil })
 	c.markReady("db-0")
-	controllertest.Eventually(t, "db-1", func() (bool, error) { return names(c.pods("db")) == "db-0,db-1", nil })
+	envtest.Eventually(t, "db-1", func() (bool, error) { return names(c.pods("db")) == "db-0,db-1", nil })
 	c.markReady("db-1")
-	controllertest.Eventually(t, "2 ready", func() (bool, error) { return c.set("db").Status.ReadyReplicas == 2, nil })
+	envtest.Eventually(t, "2 ready", func() (bool, error) { return c.set("db").Status.ReadyReplicas == 2, nil })
 	// db-0 becomes unready; scaling to 3 must not create db-2.
 	c.setPhase("db-0", corev1.PodRunning, false)
-	controllertest.Eventually(t, "1 ready", func() (bool, error) { return c.set("db").Status.ReadyReplicas == 1, nil })
+	envtest.Eventually(t, "1 ready", func() (bool, error) { return c.set("db").Status.ReadyReplicas == 1, nil })
 	c.change("db", func(s *appsv1.StatefulSet) { s.Spec.Replicas = int32p(3) })
-	controllertest.Eventually(t, "generation observed", func() (bool, error) {
+	envtest.Eventually(t, "generation observed", func() (bool, error) {
 		s := c.set("db")
 		return s.Status.ObservedGeneration == s.Generation, nil
 	})
@@ -127,7 +127,7 @@ func TestOrderedReadyWaitsForUnhealthyPod(t *testing.T) {
 		t.Fatalf("pods %s while db-0 is unready, want db-0,db-1", got)
 	}
 	c.markReady("db-0")
-	controllertest.Eventually(t, "db-2 once db-0 is ready again", func() (bool, error) {
+	envtest.Eventually(t, "db-2 once db-0 is ready again", func() (bool, error) {
 		return names(c.pods("db")) == "db-0,db-1,db-2", nil
 	})
 }
@@ -138,12 +138,12 @@ func TestParallel(t *testing.T) {
 	set := newSet("par", 3)
 	set.Spec.PodManagementPolicy = appsv1.ParallelPodManagement
 	c.create(set)
-	controllertest.Eventually(t, "3 pods none ready", func() (bool, error) {
+	envtest.Eventually(t, "3 pods none ready", func() (bool, error) {
 		st := c.set("par").Status
 		return names(c.pods("par")) == "par-0,par-1,par-2" && st.Replicas == 3 && st.ReadyReplicas == 0, nil
 	})
 	c.change("par", func(s *appsv1.StatefulSet) { s.Spec.Replicas = int32p(0) })
-	controllertest.Eventually(t, "all deleted", func() (bool, error) {
+	envtest.Eventually(t, "all deleted", func() (bool, error) {
 		return len(c.pods("par")) == 0 && c.set("par").Status.Replicas == 0, nil
 	})
 }
@@ -155,7 +155,7 @@ func TestOrdinalsStart(t *testing.T) {
 	set := newSet("ord", 2)
 	set.Spec.Ordinals = &appsv1.StatefulSetOrdinals{Start: 5}
 	c.create(set)
-	controllertest.Eventually(t, "ord-5 and ord-6", func() (bool, error) {
+	envtest.Eventually(t, "ord-5 and ord-6", func() (bool, error) {
 		return names(c.pods("ord")) == "ord-5,ord-6" && c.set("ord").Status.ReadyReplicas == 2, nil
 	})
 	if idx := c.pods("ord")["ord-6"].Labels[appsv1.PodIndexLabel]; idx != "6" {
@@ -168,10 +168,10 @@ func TestFailedPodIsRecreated(t *testing.T) {
 	c := startCluster(t, false)
 	c.kubelet("fail")
 	c.create(newSet("fail", 1))
-	controllertest.Eventually(t, "ready", func() (bool, error) { return c.set("fail").Status.ReadyReplicas == 1, nil })
+	envtest.Eventually(t, "ready", func() (bool, error) { return c.set("fail").Status.ReadyReplicas == 1, nil })
 	old := c.pods("fail")["fail-0"]
 	c.setPhase("fail-0", corev1.PodFailed, false)
-	controllertest.Eventually(t, "a new fail-0", func() (bool, error) {
+	envtest.Eventually(t, "a new fail-0", func() (bool, error) {
 		p, ok := c.pods("fail")["fail-0"]
 		return ok && p.UID != old.UID && c.set("fail").Status.ReadyReplicas == 1, nil
 	})
@@ -216,7 +216,7 @@ func TestClaimsRetainedByDefault(t *testing.T) {
 	set := newSet("vol", 2)
 	set.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{claimTemplate("data")}
 	c.create(set)
-	controllertest.Eventually(t, "2 ready", func() (bool, error) { return c.set("vol").Status.ReadyReplicas == 2, nil })
+	envtest.Eventually(t, "2 ready", func() (bool, error) { return c.set("vol").Status.ReadyReplicas == 2, nil })
 	for i := 0; i < 2; i++ {
 		claim := fmt.Sprintf("data-vol-%d", i)
 		pvc, ok := c.claim(claim)
@@ -235,11 +235,11 @@ func TestClaimsRetainedByDefault(t *testing.T) {
 			t.Fatalf("pod %s does not mount %s: %+v", pod.Name, claim, pod.Spec.Volumes)
 		}
 	}
-	controllertest.Eventually(t, "claim event", func() (bool, error) {
+	envtest.Eventually(t, "claim event", func() (bool, error) {
 		return slices.Contains(c.events("vol"), "Normal SuccessfulCreate Create Claim data-vol-0 Pod vol-0 in StatefulSet vol success"), nil
 	})
 	c.change("vol", func(s *appsv1.StatefulSet) { s.Spec.Replicas = int32p(1) })
-	controllertest.Eventually(t, "scaled to 1", func() (bool, error) { return names(c.pods("vol")) == "vol-0", nil })
+	envtest.Eventually(t, "scaled to 1", func() (bool, error) { return names(c.pods("vol")) == "vol-0", nil })
 	if _, ok := c.claim("data-vol-1"); !ok {
 		t.Fatal("Retain policy: data-vol-1 was deleted on scale-down")
 	}
@@ -258,8 +258,8 @@ func TestClaimRetentionDelete(t *testing.T) {
 		WhenScaled:  appsv1.DeletePersistentVolumeClaimRetentionPolicyType,
 	}
 	set = c.create(set)
-	controllertest.Eventually(t, "2 ready", func() (bool, error) { return c.set("ret").Status.ReadyReplicas == 2, nil })
-	controllertest.Eventually(t, "claims owned by the set", func() (bool, error) {
+	envtest.Eventually(t, "2 ready", func() (bool, error) { return c.set("ret").Status.ReadyReplicas == 2, nil })
+	envtest.Eventually(t, "claims owned by the set", func() (bool, error) {
 		a, ok1 := c.claim("data-ret-0")
 		b, ok2 := c.claim("data-ret-1")
 		return ok1 && ok2 && ownedBy(a, set.UID) && ownedBy(b, set.UID), nil
@@ -269,7 +269,7 @@ func TestClaimRetentionDelete(t *testing.T) {
 		t.Fatalf("claim owner %+v, want the StatefulSet as controller", pvc.OwnerReferences)
 	}
 	c.change("ret", func(s *appsv1.StatefulSet) { s.Spec.Replicas = int32p(1) })
-	controllertest.Eventually(t, "data-ret-1 collected with ret-1", func() (bool, error) {
+	envtest.Eventually(t, "data-ret-1 collected with ret-1", func() (bool, error) {
 		_, ok := c.claim("data-ret-1")
 		return !ok && names(c.pods("ret")) == "ret-0", nil
 	})
@@ -281,7 +281,7 @@ func TestClaimRetentionDelete(t *testing.T) {
 	if err := c.client.AppsV1().StatefulSets(ns).Delete(bg, "ret", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "data-ret-0 collected with the set", func() (bool, error) {
+	envtest.Eventually(t, "data-ret-0 collected with the set", func() (bool, error) {
 		_, ok := c.claim("data-ret-0")
 		return !ok, nil
 	})
@@ -307,10 +307,10 @@ func TestRollingUpdateWithPartition(t *testing.T) {
 		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: int32p(2)},
 	}
 	c.create(set)
-	controllertest.Eventually(t, "3 ready", func() (bool, error) { return c.set("roll").Status.ReadyReplicas == 3, nil })
+	envtest.Eventually(t, "3 ready", func() (bool, error) { return c.set("roll").Status.ReadyReplicas == 3, nil })
 	rev1 := c.set("roll").Status.CurrentRevision
 	c.change("roll", func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = "busybox:2" })
-	controllertest.Eventually(t, "roll-2 updated", func() (bool, error) {
+	envtest.Eventually(t, "roll-2 updated", func() (bool, error) {
 		st := c.set("roll").Status
 		p := c.pods("roll")
 		return c.image(p["roll-2"]) == "busybox:2" && st.UpdatedReplicas == 1 && st.CurrentReplicas == 2 && st.ReadyReplicas == 3, nil
@@ -325,7 +325,7 @@ func TestRollingUpdateWithPartition(t *testing.T) {
 		t.Fatalf("pods below the partition changed: %v %v", p["roll-0"].Labels, p["roll-1"].Labels)
 	}
 	c.change("roll", func(s *appsv1.StatefulSet) { s.Spec.UpdateStrategy.RollingUpdate.Partition = int32p(0) })
-	controllertest.Eventually(t, "rollout complete", func() (bool, error) {
+	envtest.Eventually(t, "rollout complete", func() (bool, error) {
 		st := c.set("roll").Status
 		p := c.pods("roll")
 		return c.image(p["roll-0"]) == "busybox:2" && c.image(p["roll-1"]) == "busybox:2" &&
@@ -341,9 +341,9 @@ func TestOnDelete(t *testing.T) {
 	set := newSet("ond", 2)
 	set.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
 	c.create(set)
-	controllertest.Eventually(t, "2 ready", func() (bool, error) { return c.set("ond").Status.ReadyReplicas == 2, nil })
+	envtest.Eventually(t, "2 ready", func() (bool, error) { return c.set("ond").Status.ReadyReplicas == 2, nil })
 	c.change("ond", func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = "busybox:2" })
-	controllertest.Eventually(t, "new update revision observed", func() (bool, error) {
+	envtest.Eventually(t, "new update revision observed", func() (bool, error) {
 		s := c.set("ond")
 		return s.Status.ObservedGeneration == s.Generation && s.Status.UpdateRevision != s.Status.CurrentRevision &&
 			s.Status.UpdatedReplicas == 0 && s.Status.CurrentReplicas == 2, nil
@@ -356,7 +356,7 @@ func TestOnDelete(t *testing.T) {
 	if err := c.client.CoreV1().Pods(ns).Delete(bg, "ond-1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "ond-1 recreated at the update revision", func() (bool, error) {
+	envtest.Eventually(t, "ond-1 recreated at the update revision", func() (bool, error) {
 		p := c.pods("ond")
 		st := c.set("ond").Status
 		return c.image(p["ond-1"]) == "busybox:2" && c.image(p["ond-0"]) == "busybox:1" &&
@@ -374,7 +374,7 @@ func TestRevisionsWithKubectlRollout(t *testing.T) {
 	set := newSet("hist", 2)
 	set.Spec.RevisionHistoryLimit = int32p(1)
 	set = c.create(set)
-	controllertest.Eventually(t, "2 ready", func() (bool, error) { return c.set("hist").Status.ReadyReplicas == 2, nil })
+	envtest.Eventually(t, "2 ready", func() (bool, error) { return c.set("hist").Status.ReadyReplicas == 2, nil })
 	rolloutComplete := func(image string) func() (bool, error) {
 		return func() (bool, error) {
 			s := c.set("hist")
@@ -386,7 +386,7 @@ func TestRevisionsWithKubectlRollout(t *testing.T) {
 	}
 	rev1 := c.set("hist").Status.CurrentRevision
 	c.change("hist", func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = "busybox:2" })
-	controllertest.Eventually(t, "rolled out to busybox:2", rolloutComplete("busybox:2"))
+	envtest.Eventually(t, "rolled out to busybox:2", rolloutComplete("busybox:2"))
 	rev2 := c.set("hist").Status.CurrentRevision
 	if rev2 == rev1 {
 		t.Fatal("a new template did not get a new revision")
@@ -431,11 +431,11 @@ func TestRevisionsWithKubectlRollout(t *testing.T) {
 	if _, err := rb.Rollback(c.set("hist"), nil, 1, cmdutil.DryRunNone); err != nil {
 		t.Fatalf("kubectl rollout undo: %v", err)
 	}
-	controllertest.Eventually(t, "rolled back to busybox:1", rolloutComplete("busybox:1"))
+	envtest.Eventually(t, "rolled back to busybox:1", rolloutComplete("busybox:1"))
 	if got := c.set("hist").Status.CurrentRevision; got != rev1 {
 		t.Fatalf("after undo the current revision is %q, want the old %q reused", got, rev1)
 	}
-	controllertest.Eventually(t, "revision 1 renumbered to 3", func() (bool, error) {
+	envtest.Eventually(t, "revision 1 renumbered to 3", func() (bool, error) {
 		revs := c.revisions(set)
 		return len(revs) == 2 && revs[1].Name == rev1 && revs[1].Revision == 3 && revs[0].Name == rev2, nil
 	})
@@ -443,8 +443,8 @@ func TestRevisionsWithKubectlRollout(t *testing.T) {
 	// A third template: with revisionHistoryLimit 1 only one revision
 	// beyond the live one is kept.
 	c.change("hist", func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = "busybox:3" })
-	controllertest.Eventually(t, "rolled out to busybox:3", rolloutComplete("busybox:3"))
-	controllertest.Eventually(t, "history trimmed", func() (bool, error) {
+	envtest.Eventually(t, "rolled out to busybox:3", rolloutComplete("busybox:3"))
+	envtest.Eventually(t, "history trimmed", func() (bool, error) {
 		revs := c.revisions(set)
 		return len(revs) == 2 && revs[1].Revision == 4 && revs[0].Name == rev1, nil
 	})
@@ -470,13 +470,13 @@ func TestMaxUnavailableParallel(t *testing.T) {
 		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: int32p(0), MaxUnavailable: &two},
 	}
 	c.create(set)
-	controllertest.Eventually(t, "4 pods", func() (bool, error) { return len(c.pods("mu")) == 4, nil })
+	envtest.Eventually(t, "4 pods", func() (bool, error) { return len(c.pods("mu")) == 4, nil })
 	for name := range c.pods("mu") {
 		c.markReady(name)
 	}
-	controllertest.Eventually(t, "4 ready", func() (bool, error) { return c.set("mu").Status.AvailableReplicas == 4, nil })
+	envtest.Eventually(t, "4 ready", func() (bool, error) { return c.set("mu").Status.AvailableReplicas == 4, nil })
 	c.change("mu", func(s *appsv1.StatefulSet) { s.Spec.Template.Spec.Containers[0].Image = "busybox:2" })
-	controllertest.Eventually(t, "mu-3 and mu-2 replaced", func() (bool, error) {
+	envtest.Eventually(t, "mu-3 and mu-2 replaced", func() (bool, error) {
 		p := c.pods("mu")
 		return c.image(p["mu-3"]) == "busybox:2" && c.image(p["mu-2"]) == "busybox:2" && c.set("mu").Status.UpdatedReplicas == 2, nil
 	})
@@ -486,7 +486,7 @@ func TestMaxUnavailableParallel(t *testing.T) {
 	}
 	c.markReady("mu-2")
 	c.markReady("mu-3")
-	controllertest.Eventually(t, "mu-1 and mu-0 replaced", func() (bool, error) {
+	envtest.Eventually(t, "mu-1 and mu-0 replaced", func() (bool, error) {
 		p := c.pods("mu")
 		return c.image(p["mu-0"]) == "busybox:2" && c.image(p["mu-1"]) == "busybox:2", nil
 	})
@@ -501,11 +501,11 @@ func TestMinReadySeconds(t *testing.T) {
 	set := newSet("slow", 2)
 	set.Spec.MinReadySeconds = 30
 	c.create(set)
-	controllertest.Eventually(t, "slow-0", func() (bool, error) { return names(c.pods("slow")) == "slow-0", nil })
+	envtest.Eventually(t, "slow-0", func() (bool, error) { return names(c.pods("slow")) == "slow-0", nil })
 	if err := c.trySetPhaseSince("slow-0", corev1.PodRunning, true, clk.Now()); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "ready but not available", func() (bool, error) {
+	envtest.Eventually(t, "ready but not available", func() (bool, error) {
 		st := c.set("slow").Status
 		return st.ReadyReplicas == 1 && st.AvailableReplicas == 0, nil
 	})
@@ -513,7 +513,7 @@ func TestMinReadySeconds(t *testing.T) {
 		t.Fatalf("pods %s before slow-0 was available, want slow-0 only", got)
 	}
 	clk.Step(31 * time.Second)
-	controllertest.Eventually(t, "slow-0 available and slow-1 created", func() (bool, error) {
+	envtest.Eventually(t, "slow-0 available and slow-1 created", func() (bool, error) {
 		return c.set("slow").Status.AvailableReplicas == 1 && names(c.pods("slow")) == "slow-0,slow-1", nil
 	})
 }
@@ -535,7 +535,7 @@ func TestAdoptsOrphanPods(t *testing.T) {
 	}
 	before := c.pods("adopt")["adopt-0"]
 	set := c.create(newSet("adopt", 1))
-	controllertest.Eventually(t, "adopt-0 adopted", func() (bool, error) {
+	envtest.Eventually(t, "adopt-0 adopted", func() (bool, error) {
 		p := c.pods("adopt")["adopt-0"]
 		ref := metav1.GetControllerOf(&p)
 		return ref != nil && ref.UID == set.UID && c.set("adopt").Status.Replicas == 1, nil

@@ -19,6 +19,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"orch/internal/envtest"
 	"orch/internal/kubelet/containerd"
 	"orch/internal/kubelet/containerd/containerdtest"
 	"orch/internal/kubelet/cri"
@@ -131,13 +132,10 @@ func TestRuntimeEndToEnd(t *testing.T) {
 	}
 
 	logPath := filepath.Join(sbConfig.LogDirectory, cConfig.LogPath)
-	if !eventually(10*time.Second, func() bool {
-		data, _ := os.ReadFile(logPath)
-		return strings.Contains(string(data), " stdout F hello\n")
-	}) {
+	envtest.Eventually(t, "a CRI log line with hello in "+logPath, func() (bool, error) {
 		data, err := os.ReadFile(logPath)
-		t.Errorf("container log %s: %q, %v; want a CRI log line with hello", logPath, data, err)
-	}
+		return strings.Contains(string(data), " stdout F hello\n"), err
+	})
 
 	// containerd dies: the supervisor starts it again, and the container,
 	// whose shim is its own process, runs on.
@@ -145,9 +143,7 @@ func TestRuntimeEndToEnd(t *testing.T) {
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(60*time.Second, func() bool { return sup.Restarts() == 1 && sup.Pid() != 0 && sup.Pid() != old }) {
-		t.Fatalf("containerd not restarted: restarts %d, pid %d (was %d)", sup.Restarts(), sup.Pid(), old)
-	}
+	envtest.EventuallyTrue(t, "containerd to be restarted", func() bool { return sup.Restarts() == 1 && sup.Pid() != 0 && sup.Pid() != old })
 	select {
 	case <-sup.Ready():
 	case <-time.After(60 * time.Second):
@@ -186,9 +182,7 @@ func TestRuntimeEndToEnd(t *testing.T) {
 	go func() { watching <- im.Start(watchCtx) }()
 	hello := filepath.Join(cfg.ImagesDir, "hello.tar.gz")
 	writeGzipImage(t, hello, "orch.test/hello:1")
-	if !eventually(30*time.Second, func() bool { return slices.Contains(im.Images(), "orch.test/hello:1") }) {
-		t.Error("the watching importer did not import hello.tar.gz")
-	}
+	envtest.EventuallyTrue(t, "the watching importer to import hello.tar.gz", func() bool { return slices.Contains(im.Images(), "orch.test/hello:1") })
 	if st, err := rt.ImageStatus(ctx, &runtimeapi.ImageSpec{Image: "orch.test/hello:1"}, false); err != nil || st.Image == nil {
 		t.Errorf("CRI does not see orch.test/hello:1: %v, %v", st, err)
 	}
@@ -255,16 +249,6 @@ func sameSet(a, b []string) bool {
 	return slices.Equal(a, b)
 }
 
-// eventually polls cond until it holds or timeout passes.
-func eventually(timeout time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-	}
-	return cond()
-}
-
 // TestSupervisorStopsALeftoverContainerd: a containerd that an earlier orch
 // left running on the same state (it died without stopping it) holds the
 // socket and the database; the supervisor stops it before it starts its own.
@@ -291,9 +275,7 @@ func TestSupervisorStopsALeftoverContainerd(t *testing.T) {
 	exited := make(chan struct{})
 	go func() { leftover.Wait(); close(exited) }()
 	t.Cleanup(func() { leftover.Process.Kill(); <-exited })
-	if !eventually(30*time.Second, func() bool { _, err := os.Stat(cfg.Address); return err == nil }) {
-		t.Fatal("the leftover containerd did not start")
-	}
+	envtest.Eventually(t, "the leftover containerd to start", func() (bool, error) { _, err := os.Stat(cfg.Address); return err == nil, err })
 	if err := os.WriteFile(filepath.Join(cfg.State, "orch-containerd.pid"), []byte(fmt.Sprint(leftover.Process.Pid)), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	testclock "k8s.io/utils/clock/testing"
+
+	"orch/internal/envtest"
 )
 
 // fakeRuntime answers ExecSync with fn and counts the calls by command.
@@ -89,18 +91,6 @@ func newHarness(t *testing.T, exec func(cmd string) (string, int32)) *harness {
 	return h
 }
 
-// eventually polls cond until it holds, failing after a generous deadline.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // worker returns the worker of the container with ID id for t.
 func (h *harness) worker(id string, t probeType) *worker {
 	h.mu.Lock()
@@ -114,7 +104,7 @@ func (h *harness) worker(id string, t probeType) *worker {
 // waitWaiting waits until the worker went to wait for its next run n times.
 func (h *harness) waitWaiting(t *testing.T, w *worker, n int64) {
 	t.Helper()
-	eventually(t, w.typ.String()+" worker waiting", func() bool { return w.waits.Load() >= n })
+	envtest.EventuallyTrue(t, w.typ.String()+" worker waiting", func() bool { return w.waits.Load() >= n })
 }
 
 // step waits until each worker waits for its n-th time, then moves the

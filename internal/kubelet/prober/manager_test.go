@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"orch/internal/envtest"
 )
 
 func TestLivenessFailureThreshold(t *testing.T) {
@@ -24,7 +26,7 @@ func TestLivenessFailureThreshold(t *testing.T) {
 	}
 	h.step(t, 10*time.Second, 1, w) // probes 1 (at once) and 2
 	h.step(t, 10*time.Second, 2, w) // probe 3
-	eventually(t, "liveness failure", func() bool { return h.LivenessFailed("c1") })
+	envtest.EventuallyTrue(t, "liveness failure", func() bool { return h.LivenessFailed("c1") })
 	<-w.done // a failed liveness probe stops until the next instance
 	if n := h.rt.count("live"); n != 3 {
 		t.Errorf("probes run = %d, want 3", n)
@@ -71,7 +73,7 @@ func TestReadinessThresholds(t *testing.T) {
 		t.Fatal("Ready before the first probe; want false")
 	}
 	h.step(t, 5*time.Second, 1, w) // success 1 (at once), success 2
-	eventually(t, "ready", func() bool { return h.Ready("c1") })
+	envtest.EventuallyTrue(t, "ready", func() bool { return h.Ready("c1") })
 	if n := h.rt.count("ready"); n != 2 || h.changes.Load() != 1 {
 		t.Errorf("after becoming ready: %d probes, %d changes; want 2, 1", n, h.changes.Load())
 	}
@@ -83,7 +85,7 @@ func TestReadinessThresholds(t *testing.T) {
 		t.Error("not ready after one failure; want ready until failureThreshold 2")
 	}
 	h.step(t, 5*time.Second, 3, w) // failure 2
-	eventually(t, "not ready", func() bool { return !h.Ready("c1") })
+	envtest.EventuallyTrue(t, "not ready", func() bool { return !h.Ready("c1") })
 	if h.LivenessFailed("c1") {
 		t.Error("a readiness failure made LivenessFailed true")
 	}
@@ -108,13 +110,13 @@ func TestInitialDelay(t *testing.T) {
 		t.Errorf("probes before initialDelaySeconds = %d, want 0", n)
 	}
 	h.clock.Step(time.Second)
-	eventually(t, "ready", func() bool { return h.Ready("c1") })
+	envtest.EventuallyTrue(t, "ready", func() bool { return h.Ready("c1") })
 	h.step(t, 9*time.Second, 2, w)
 	if n := h.rt.count("ready"); n != 1 {
 		t.Errorf("probes 9 s after the first = %d, want 1", n)
 	}
 	h.clock.Step(time.Second)
-	eventually(t, "second probe", func() bool { return h.rt.count("ready") == 2 })
+	envtest.EventuallyTrue(t, "second probe", func() bool { return h.rt.count("ready") == 2 })
 }
 
 func TestStartupGatesOtherProbes(t *testing.T) {
@@ -143,13 +145,13 @@ func TestStartupGatesOtherProbes(t *testing.T) {
 		t.Errorf("liveness and readiness probes before the startup probe passed = %d, want 0", n)
 	}
 	h.clock.Step(10 * time.Second) // startup succeeds
-	eventually(t, "started", func() bool { return h.Started("c1") })
+	envtest.EventuallyTrue(t, "started", func() bool { return h.Started("c1") })
 	<-s.done // a startup probe stops once it passed
 	// Readiness runs at once when startup passed (it waits for no period);
 	// liveness at its next period (or at once, if it woke with startup).
-	eventually(t, "ready", func() bool { return h.Ready("c1") })
+	envtest.EventuallyTrue(t, "ready", func() bool { return h.Ready("c1") })
 	h.step(t, 10*time.Second, 3, l)
-	eventually(t, "liveness probe", func() bool { return h.rt.count("live") >= 1 })
+	envtest.EventuallyTrue(t, "liveness probe", func() bool { return h.rt.count("live") >= 1 })
 	if n := h.rt.count("startup"); n != 3 {
 		t.Errorf("startup probes = %d, want 3", n)
 	}
@@ -165,7 +167,7 @@ func TestStartupFailure(t *testing.T) {
 	h.Sync(testPod(corev1.Container{Name: "app", StartupProbe: sp, ReadinessProbe: execProbe("ready", 1, 1, 1)}), "10.0.0.1", running("c1"))
 	s := h.worker("c1", startup)
 	h.step(t, time.Second, 1, s)
-	eventually(t, "startup failure", func() bool { return h.LivenessFailed("c1") })
+	envtest.EventuallyTrue(t, "startup failure", func() bool { return h.LivenessFailed("c1") })
 	<-s.done
 	if !h.StartupFailed("c1") || h.Started("c1") || h.Ready("c1") {
 		t.Error("after startup failure: want StartupFailed, not started, not ready")
@@ -199,7 +201,7 @@ func TestHTTPLivenessEvent(t *testing.T) {
 		FailureThreshold: 1, TimeoutSeconds: 5}
 	c := corev1.Container{Name: "app", LivenessProbe: p, Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: portOf(t, srv.URL)}}}
 	h.Sync(testPod(c), "127.0.0.1", running("c1"))
-	eventually(t, "liveness failure", func() bool { return h.LivenessFailed("c1") })
+	envtest.EventuallyTrue(t, "liveness failure", func() bool { return h.LivenessFailed("c1") })
 	want := "Warning Unhealthy Liveness probe failed: HTTP probe failed with statuscode: 500"
 	if ev := h.drain(); len(ev) != 1 || ev[0] != want {
 		t.Errorf("events = %q, want %q", ev, want)
@@ -213,7 +215,7 @@ func TestStartupSuccessTriggersReadiness(t *testing.T) {
 	h.Sync(testPod(corev1.Container{Name: "app", StartupProbe: sp, ReadinessProbe: execProbe("ready", 100, 1, 1)}), "10.0.0.1", running("c1"))
 	s, r := h.worker("c1", startup), h.worker("c1", readiness)
 	h.step(t, 5*time.Second, 1, s, r) // readiness gated at 0 s, next at 100 s
-	eventually(t, "ready long before the readiness period", func() bool { return h.Ready("c1") })
+	envtest.EventuallyTrue(t, "ready long before the readiness period", func() bool { return h.Ready("c1") })
 	if n := h.rt.count("ready"); n != 1 {
 		t.Errorf("readiness probes = %d, want 1", n)
 	}

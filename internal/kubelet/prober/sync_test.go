@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testclock "k8s.io/utils/clock/testing"
+
+	"orch/internal/envtest"
 )
 
 func TestRemoveStopsWorkers(t *testing.T) {
@@ -40,7 +42,7 @@ func TestRemoveStopsWorkers(t *testing.T) {
 	if h.LivenessFailed("c1") || !h.Ready("c1") || len(h.pods) != 0 || len(h.byID) != 0 {
 		t.Error("Remove kept results")
 	}
-	eventually(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
+	envtest.EventuallyTrue(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
 }
 
 func TestSyncStopsExitedContainers(t *testing.T) {
@@ -66,7 +68,7 @@ func TestDeletingPodStopsLivenessAndStartup(t *testing.T) {
 		LivenessProbe: execProbe("live", 10, 1, 1), ReadinessProbe: execProbe("ready", 10, 1, 1), StartupProbe: execProbe("startup", 10, 1, 1)})
 	h.Sync(pod, "10.0.0.1", running("c1"))
 	s, l, r := h.worker("c1", startup), h.worker("c1", liveness), h.worker("c1", readiness)
-	eventually(t, "started", func() bool { return h.Started("c1") })
+	envtest.EventuallyTrue(t, "started", func() bool { return h.Started("c1") })
 	deleting := pod.DeepCopy()
 	deleting.DeletionTimestamp = &metav1.Time{Time: t0}
 	h.Sync(deleting, "10.0.0.1", running("c1"))
@@ -91,7 +93,7 @@ func TestSidecarProbed(t *testing.T) {
 	h := newHarness(t, func(string) (string, int32) { return "no", 1 })
 	pod.Spec.InitContainers[1].ReadinessProbe.FailureThreshold = 1
 	h.Sync(pod, "10.0.0.1", map[string]Running{"side": {ID: "s1", StartedAt: t0}})
-	eventually(t, "event", func() bool { return len(h.drain()) == 1 })
+	envtest.EventuallyTrue(t, "event", func() bool { return len(h.drain()) == 1 })
 	if h.Ready("s1") {
 		t.Error("sidecar ready after a failed probe")
 	}

@@ -24,8 +24,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
-	"orch/internal/apiserver/apitest"
-	"orch/internal/controller/controllertest/kubectltest"
+	"orch/internal/envtest"
 	"orch/internal/kubelet/containerd/containerdtest"
 	"orch/internal/kubelet/cri"
 	"orch/internal/kubelet/images"
@@ -158,16 +157,16 @@ func TestExecAndLogsOnContainerd(t *testing.T) {
 
 	// The whole chain: kubectl → apiserver → this kubelet → containerd.
 	api := apiserverFor(t, k, bundle)
-	kubectltest.MustContain(t, api, "hello", "logs", "box")
-	kubectltest.MustContain(t, api, "busybox-ok", "exec", "box", "--", "sh", "-c", "echo busybox-ok")
+	envtest.KubectlContains(t, api, "hello", "logs", "box")
+	envtest.KubectlContains(t, api, "busybox-ok", "exec", "box", "--", "sh", "-c", "echo busybox-ok")
 	local := filepath.Join(t.TempDir(), "note.txt")
 	if err := os.WriteFile(local, []byte("copied through kubectl cp\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	kubectltest.MustContain(t, api, "", "cp", local, "default/box:/note.txt")
-	kubectltest.MustContain(t, api, "copied through kubectl cp", "exec", "box", "--", "cat", "/note.txt")
+	envtest.KubectlContains(t, api, "", "cp", local, "default/box:/note.txt")
+	envtest.KubectlContains(t, api, "copied through kubectl cp", "exec", "box", "--", "cat", "/note.txt")
 	back := filepath.Join(t.TempDir(), "back.txt")
-	kubectltest.MustContain(t, api, "", "cp", "default/box:/note.txt", back)
+	envtest.KubectlContains(t, api, "", "cp", "default/box:/note.txt", back)
 	if data, err := os.ReadFile(back); err != nil || string(data) != "copied through kubectl cp\n" {
 		t.Errorf("kubectl cp from the container: %q %v", data, err)
 	}
@@ -182,7 +181,7 @@ func apiserverFor(t *testing.T, k *rest.Config, bundle *pki.Bundle) *rest.Config
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := apitest.StartWith(t, apitest.Options{KubeletTLS: &tls.Config{RootCAs: bundle.CAPool(), Certificates: []tls.Certificate{cert}}})
+	api := envtest.StartWith(t, envtest.Options{KubeletTLS: &tls.Config{RootCAs: bundle.CAPool(), Certificates: []tls.Certificate{cert}}})
 	client := kubernetes.NewForConfigOrDie(api.Config)
 	ctx := context.Background()
 	host, port, _ := net.SplitHostPort(strings.TrimPrefix(k.Host, "https://"))

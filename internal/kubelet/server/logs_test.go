@@ -13,6 +13,8 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"orch/internal/envtest"
 )
 
 func TestParseLogLine(t *testing.T) {
@@ -187,17 +189,6 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 }
 func (b *syncBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestReadLogsFollowsRotationAndEndsWhenTheContainerExits(t *testing.T) {
 	defer func(p, c time.Duration) { followPoll, runningCheckEvery = p, c }(followPoll, runningCheckEvery)
 	followPoll, runningCheckEvery = 5*time.Millisecond, 20*time.Millisecond
@@ -211,7 +202,7 @@ func TestReadLogsFollowsRotationAndEndsWhenTheContainerExits(t *testing.T) {
 	go func() {
 		done <- ReadLogs(context.Background(), slog.New(slog.DiscardHandler), path, "c1", &LogOptions{Follow: true}, rt, &out, &out)
 	}()
-	waitFor(t, "the first line", func() bool { return out.String() == "first\n" })
+	envtest.EventuallyTrue(t, "the first line", func() bool { return out.String() == "first\n" })
 
 	// A line written in two steps goes out once it is whole.
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
@@ -223,14 +214,14 @@ func TestReadLogsFollowsRotationAndEndsWhenTheContainerExits(t *testing.T) {
 	time.Sleep(30 * time.Millisecond)
 	f.WriteString(line[10:])
 	f.Close()
-	waitFor(t, "the second line", func() bool { return out.String() == "first\nsecond\n" })
+	envtest.EventuallyTrue(t, "the second line", func() bool { return out.String() == "first\nsecond\n" })
 
 	// Rotation: the file is renamed and a new one created at the path.
 	if err := os.Rename(path, path+".20260102-030405"); err != nil {
 		t.Fatal(err)
 	}
 	writeLog(t, path, criLog(base, "stdout F third"))
-	waitFor(t, "the line of the new file", func() bool { return out.String() == "first\nsecond\nthird\n" })
+	envtest.EventuallyTrue(t, "the line of the new file", func() bool { return out.String() == "first\nsecond\nthird\n" })
 
 	// The container exits after writing a last line: it is read, then the follow ends.
 	f, _ = os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)

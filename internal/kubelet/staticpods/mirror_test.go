@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 )
 
 // staticPod is the static pod of manifest data on node-1, as Source
@@ -42,8 +42,8 @@ func getPod(t *testing.T, client kubernetes.Interface, ns, name string) *corev1.
 }
 
 func TestMirrorAgainstAPIServer(t *testing.T) {
-	env := controllertest.New(t, "edge")
-	client := env.Context.Client
+	env := envtest.New(t, "edge")
+	client := env.Client
 	ctx := context.Background()
 	m := NewMirror(client, "node-1", quiet)
 	static := staticPod(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: edge}\nspec:\n  containers: [{name: c, image: busybox}]\n")
@@ -131,8 +131,8 @@ func TestMirrorAgainstAPIServer(t *testing.T) {
 }
 
 func TestMirrorLeavesOtherPodsAlone(t *testing.T) {
-	env := controllertest.New(t, "edge")
-	client := env.Context.Client
+	env := envtest.New(t, "edge")
+	client := env.Client
 	ctx := context.Background()
 	if _, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -199,8 +199,8 @@ func TestMirrorLeavesOtherPodsAlone(t *testing.T) {
 // defaulting against the apiserver's own: each manifest's pod, created
 // through the API (dry run), comes back with the spec Source gives it.
 func TestDefaultsMatchTheAPIServer(t *testing.T) {
-	env := controllertest.New(t, "edge")
-	client := env.Context.Client
+	env := envtest.New(t, "edge")
+	client := env.Client
 	for name, data := range map[string]string{
 		"minimal": "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: busybox}]\n",
 		"full": `apiVersion: v1

@@ -1,4 +1,4 @@
-package controllertest
+package envtest
 
 import (
 	"context"

@@ -1,20 +1,14 @@
-// Package apitest starts a real apiserver on a real embedded etcd for tests
-// and benchmarks: plain HTTP on loopback, every request authenticated as an
-// admin unless it carries a bearer token (then the apiserver's own token
-// authentication decides), everything torn down when the test ends.
-package apitest
+package envtest
 
 import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
-	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -28,7 +22,9 @@ import (
 	"orch/internal/version"
 )
 
-// Server is a running test apiserver.
+// Server is a running test apiserver: plain HTTP on loopback, every request
+// authenticated as an admin unless it carries a bearer token (then the
+// apiserver's own token authentication decides).
 type Server struct {
 	URL    string
 	Config *rest.Config
@@ -64,7 +60,7 @@ func StartWith(t testing.TB, opts Options) *Server {
 	t.Helper()
 	etcd, err := storage.StartEtcd(storage.EtcdConfig{
 		Dir: t.TempDir(), Name: "test", UnsafeNoFsync: true,
-		ClientURL: "http://" + freeAddr(t), PeerURL: "http://" + freeAddr(t),
+		ClientURL: "http://" + FreeAddr(t), PeerURL: "http://" + FreeAddr(t),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -72,10 +68,7 @@ func StartWith(t testing.TB, opts Options) *Server {
 	t.Cleanup(etcd.Close)
 	store := storage.NewEtcd(etcd.Client)
 	_, cidr, _ := net.ParseCIDR("10.43.0.0/16")
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("ORCH_TEST_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
-	}
+	log := Logger()
 	key := signingKey(t)
 	api, err := apiserver.New(apiserver.Config{Storage: store, Resources: all.Resources(), ServiceCIDR: cidr, Version: version.Info(), Log: log,
 		ServiceAccountKey: key, ExternalAddress: "127.0.0.1:6443", Now: opts.Now,
@@ -128,11 +121,18 @@ func kubeletClient(c *tls.Config) *apiserver.KubeletClientConfig {
 	return &apiserver.KubeletClientConfig{TLS: c}
 }
 
-func freeAddr(t testing.TB) string {
+// FreeAddr returns a loopback address whose port nothing listens on now.
+func FreeAddr(t testing.TB) string {
+	return "127.0.0.1:" + strconv.Itoa(FreePort(t))
+}
+
+// FreePort returns a loopback port nothing listens on now.
+func FreePort(t testing.TB) int {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	return l.Addr().String()
+	return l.Addr().(*net.TCPAddr).Port
 }

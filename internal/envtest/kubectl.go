@@ -1,7 +1,4 @@
-// Package kubectltest runs the real kubectl (as `orch kubectl` does) in
-// process against a test apiserver. It is apart from controllertest so that
-// only the tests that use kubectl link it.
-package kubectltest
+package envtest
 
 import (
 	"bytes"
@@ -27,9 +24,10 @@ type exit struct {
 	code int
 }
 
-// Run runs kubectl with args against the apiserver at config.Host (in the
-// namespace "default") and returns what it printed; it logs the output.
-func Run(t testing.TB, config *rest.Config, args ...string) (string, error) {
+// Kubectl runs the real kubectl (as `orch kubectl` does) in process with
+// args against the apiserver at config.Host (in the namespace "default") and
+// returns what it printed; it logs the output.
+func Kubectl(t testing.TB, config *rest.Config, args ...string) (string, error) {
 	t.Helper()
 	// One writer for stdout and stderr, safe for the two goroutines that
 	// copy exec's streams into it at once (a bare bytes.Buffer loses
@@ -64,11 +62,11 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// MustContain runs kubectl with args and fails the test unless it succeeds
-// and prints want; it returns what kubectl printed.
-func MustContain(t testing.TB, config *rest.Config, want string, args ...string) string {
+// KubectlContains runs kubectl with args and fails the test unless it
+// succeeds and prints want; it returns what kubectl printed.
+func KubectlContains(t testing.TB, config *rest.Config, want string, args ...string) string {
 	t.Helper()
-	out, err := Run(t, config, args...)
+	out, err := Kubectl(t, config, args...)
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
