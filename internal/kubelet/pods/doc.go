@@ -11,7 +11,13 @@
 // upstream's PLEG), and for every pod every Resync (10 s). Each sync reads
 // the runtime's state afresh (sandboxes and containers found by their
 // io.kubernetes.pod.* labels), so a missed event or an agent restart loses
-// nothing: running containers are adopted. A live pod gets its volumes
+// nothing: running containers are adopted. Each sync is a plan and its
+// execution (plan.go, execute.go): plan, a pure function, compares the pod
+// with the runtime's state of it and what the kubelet knows (probe
+// results, restart back-offs, the time) and returns actions (create the
+// sandbox, create or start container C, wait in back-off until T, kill
+// container C, …); the executor performs them through the runtime. A live
+// pod gets its volumes
 // (internal/kubelet/volumes), a sandbox (RunPodSandbox, with DNS per
 // dnsPolicy), /etc/hosts, then its init containers one at a time, in
 // order, each run to completion (a failed one is retried under
@@ -38,8 +44,11 @@
 // for when the back-off ends; a container that ran for 10 min starts over
 // at once. A container whose liveness or startup probe failed
 // (internal/kubelet/prober) is stopped and restarts the same way;
-// readiness and startup results go into the status. The back-off is kept
-// in memory (an agent restart forgets it, as upstream's). When a new
+// readiness and startup results go into the status. A running container
+// whose spec changed (its image: upstream's container hash) is stopped
+// and created again at once, whatever the restartPolicy. The back-off is kept
+// in memory, in client-go's flowcontrol.Backoff (an agent restart forgets
+// it, as upstream's). When a new
 // attempt is created the attempts before the last exited one are removed:
 // the runtime keeps one exited container per container, for lastState
 // (with the termination message) and logs --previous.

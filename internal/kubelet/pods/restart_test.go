@@ -5,15 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	clocktesting "k8s.io/utils/clock/testing"
-
-	"orch/internal/controller/controllertest"
 )
 
 // clockHarness is a harness whose workers and fake runtime share a clock
@@ -307,17 +306,40 @@ func TestInitContainerFailsPod(t *testing.T) {
 	}
 }
 
+// delays is a queue that records the delays keys are added after.
+type delays struct {
+	workqueue.TypedRateLimitingInterface[string]
+	mu    sync.Mutex
+	added []string // "key after"
+}
+
+func (d *delays) AddAfter(key string, after time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.added = append(d.added, fmt.Sprintf("%s %s", key, after))
+}
+
+func (d *delays) take() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.added
+	d.added = nil
+	return out
+}
+
 // TestCrashLoopBackOffRequeues checks that a pod in CrashLoopBackOff is
 // queued again for when its back-off ends, not before.
 func TestCrashLoopBackOffRequeues(t *testing.T) {
 	h, now := clockHarness(t, testPod("p", corev1.RestartPolicyAlways))
-	queueClock := clocktesting.NewFakeClock(*now)
-	h.w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Clock: queueClock})
-	defer h.w.queue.ShutDown()
+	queue := &delays{TypedRateLimitingInterface: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
+	defer queue.ShutDown()
+	h.w.queue = queue
 	h.mustSync("p")
 	h.exitNewest("main", 1)
 	h.mustSync("p") // restarted at once
+	if got := queue.take(); len(got) != 0 {
+		t.Fatalf("queued %q for a restart done at once", got)
+	}
 	*now = now.Add(4 * time.Second)
 	h.exitNewest("main", 1)
 	*now = now.Add(3 * time.Second) // 3 s of the 10 s back-off gone
@@ -325,14 +347,47 @@ func TestCrashLoopBackOffRequeues(t *testing.T) {
 	if w := h.pod("p").Status.ContainerStatuses[0].State.Waiting; w == nil || w.Reason != "CrashLoopBackOff" {
 		t.Fatalf("not backing off: %+v", w)
 	}
-	queueClock.Step(7*time.Second - time.Millisecond)
-	time.Sleep(50 * time.Millisecond)
-	if n := h.w.queue.Len(); n != 0 {
-		t.Fatalf("pod queued %d times before its back-off ended", n)
+	if got := queue.take(); !slices.Equal(got, []string{"default/p 7s"}) {
+		t.Errorf("queued %q, want the pod once, for when its back-off ends", got)
 	}
-	queueClock.Step(time.Millisecond)
-	controllertest.EventuallyTrue(t, "the pod queued", func() bool { return h.w.queue.Len() == 1 })
-	if key, _ := h.w.queue.Get(); key != "default/p" {
-		t.Errorf("queued %q", key)
+}
+
+// TestChangedImageReplacesContainer: a running container whose image the
+// pod's spec changed is stopped and created again at once, whatever the
+// restartPolicy, as upstream's.
+func TestChangedImageReplacesContainer(t *testing.T) {
+	h, _ := clockHarness(t, testPod("p", corev1.RestartPolicyNever))
+	h.mustSync("p")
+	h.mustSync("p")
+	if n := h.called("StopContainer"); n != 0 {
+		t.Fatalf("an unchanged container was stopped: %v", h.rt.Calls())
+	}
+	updated := h.pod("p")
+	updated.Spec.Containers[0].Image = "busybox:2"
+	if _, err := h.client.CoreV1().Pods("default").Update(context.Background(), updated, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.indexer.Update(updated)
+	h.drainEvents()
+	h.mustSync("p")
+	if h.called("StopContainer") != 1 || h.called("CreateContainer") != 2 {
+		t.Fatalf("calls %v, want the container stopped and created again", h.rt.Calls())
+	}
+	cs := statusOf(h.pod("p").Status.ContainerStatuses, "main")
+	if cs.State.Running == nil || cs.RestartCount != 1 || cs.LastTerminationState.Terminated == nil {
+		t.Errorf("status %+v", cs)
+	}
+	main := h.containers("main")
+	newest := main[len(main)-1]
+	for _, c := range main {
+		if c.Metadata.Attempt > newest.Metadata.Attempt {
+			newest = c
+		}
+	}
+	if img := h.rt.ContainerConfig(newest.Id).GetImage().GetImage(); !strings.HasSuffix(img, "busybox:2") {
+		t.Errorf("the new container runs %q", img)
+	}
+	if ev := h.drainEvents(); !slices.Contains(ev, "Normal Killing Container main definition changed, will be restarted") {
+		t.Errorf("events %q", ev)
 	}
 }
