@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"orch/internal/controller/clusterdns"
+	"orch/internal/cidr"
 	"orch/internal/dns"
 	"orch/internal/join"
 	"orch/internal/network"
@@ -42,18 +42,18 @@ func clusterNetwork(c checked, cluster join.Cluster, client kubernetes.Interface
 		case <-ctx.Done():
 			return nil
 		}
-		gw, err := network.GatewayIP(cni.PodCIDR())
+		gw, err := cidr.GatewayIP(cni.PodCIDR())
 		if err != nil {
 			return err
 		}
 		addr := func(port int) string { return net.JoinHostPort(gw.String(), fmt.Sprint(port)) }
 		server, err := dns.New(dns.Config{
-			Domain: cluster.Domain, Listen: []string{addr(clusterdns.DNSPort)}, MetricsAddr: addr(clusterdns.MetricsPort), ResolvConf: c.ResolvConf,
+			Domain: cluster.Domain, Listen: []string{addr(dns.Port)}, MetricsAddr: addr(dns.MetricsPort), ResolvConf: c.ResolvConf,
 		}, client, log)
 		if err != nil {
 			return err
 		}
-		log.Info("cluster DNS answers on the pod network's gateway", "address", addr(clusterdns.DNSPort))
+		log.Info("cluster DNS answers on the pod network's gateway", "address", addr(dns.Port))
 		return server.Start(ctx)
 	})})
 	return parts, nil

@@ -48,3 +48,9 @@
 //	go func() { errc <- srv.Start(ctx) }()
 //	<-srv.Ready() // informers synced, listeners up
 package dns
+
+// Ports of the node resolvers: DNS over UDP and TCP, and metrics.
+const (
+	Port        = 53
+	MetricsPort = 9153
+)

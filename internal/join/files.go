@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	"orch/internal/fsutil"
 	"orch/internal/pki"
 )
 
@@ -77,7 +78,7 @@ func (p paths) nodePassword() (string, error) {
 		return "", fmt.Errorf("orch agent: generate a node password: %w", err)
 	}
 	pw := hex.EncodeToString(b)
-	if err := pki.WriteFileAtomic(p.pw, []byte(pw+"\n"), 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(p.pw, []byte(pw+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("orch agent: store the node password: %w", err)
 	}
 	return pw, nil
@@ -117,7 +118,7 @@ func (p paths) store(caPEM []byte, issued *issuedCerts) error {
 		{p.servingCert, issued.servingCertPEM, 0o644},
 		{p.cluster, cluster, 0o644},
 	} {
-		if err := pki.WriteFileAtomic(f.path, f.data, f.mode); err != nil {
+		if err := fsutil.WriteFileAtomic(f.path, f.data, f.mode); err != nil {
 			return fmt.Errorf("orch agent: store the node certificates: %w", err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"orch/internal/fsutil"
 	"os"
 	"path/filepath"
 )
@@ -88,10 +89,10 @@ func (b *Bundle) createCA() error {
 	}
 	certPEM := encodeCertPEM(der)
 
-	if err := writeFileAtomic(b.Path(CAKeyFile), keyPEM, 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(b.Path(CAKeyFile), keyPEM, 0o600); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(b.Path(CACertFile), certPEM, 0o644); err != nil {
+	if err := fsutil.WriteFileAtomic(b.Path(CACertFile), certPEM, 0o644); err != nil {
 		return err
 	}
 	b.CA, b.caKey, b.CACertPEM, b.CAKeyPEM = cert, key, certPEM, keyPEM

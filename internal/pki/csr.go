@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
+	"orch/internal/fsutil"
 	"slices"
 	"strings"
 	"time"
@@ -91,9 +91,8 @@ func (b *Bundle) SignCSR(csr *x509.CertificateRequest, usage x509.ExtKeyUsage, v
 // Now is the bundle's clock (time.Now unless Config.Now was set).
 func (b *Bundle) Now() time.Time { return b.now() }
 
-// WriteFileAtomic writes data to path through a temporary file in the same
-// directory that is synced and renamed over path; the file gets exactly
-// mode perm.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	return writeFileAtomic(path, data, perm)
-}
+// WriteFileAtomic is fsutil.WriteFileAtomic, for the kubelet/pods code
+// being rewritten elsewhere.
+//
+// Deprecated: use fsutil.WriteFileAtomic.
+var WriteFileAtomic = fsutil.WriteFileAtomic

@@ -2,6 +2,7 @@ package pki
 
 import (
 	"fmt"
+	"orch/internal/fsutil"
 	"os"
 	"path/filepath"
 
@@ -48,7 +49,7 @@ func WriteKubeconfig(path string, mode os.FileMode, serverURL string, caPEM, cer
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create directory for kubeconfig %q: %w (choose another --write-kubeconfig or run as root)", path, err)
 	}
-	if err := writeFileAtomic(path, data, mode); err != nil {
+	if err := fsutil.WriteFileAtomic(path, data, mode); err != nil {
 		return fmt.Errorf("write kubeconfig: %w (choose another --write-kubeconfig or run as root)", err)
 	}
 	return nil

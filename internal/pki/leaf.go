@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"orch/internal/fsutil"
 	"os"
 	"slices"
 	"strings"
@@ -55,10 +56,10 @@ func (b *Bundle) ensureLeaf(spec leafSpec) (*x509.Certificate, []byte, []byte, e
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if err := writeFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(keyPath, keyPEM, 0o600); err != nil {
 		return nil, nil, nil, err
 	}
-	if err := writeFileAtomic(certPath, certPEM, 0o644); err != nil {
+	if err := fsutil.WriteFileAtomic(certPath, certPEM, 0o644); err != nil {
 		return nil, nil, nil, err
 	}
 	return cert, certPEM, keyPEM, nil

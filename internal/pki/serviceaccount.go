@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"orch/internal/fsutil"
 	"os"
 )
 
@@ -32,7 +33,7 @@ func (b *Bundle) ensureServiceAccountKey() error {
 			return fmt.Errorf("generate the service account signing key: %w", err)
 		}
 		keyPEM = pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
-		if err := writeFileAtomic(path, keyPEM, 0o600); err != nil {
+		if err := fsutil.WriteFileAtomic(path, keyPEM, 0o600); err != nil {
 			return err
 		}
 		b.ServiceAccountKey, b.ServiceAccountKeyPEM = key, keyPEM

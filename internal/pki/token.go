@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"orch/internal/fsutil"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,7 +126,7 @@ func writeToken(path, token string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("create directory for token file %q: %w (check the permissions of --data-dir)", path, err)
 	}
-	return writeFileAtomic(path, []byte(token+"\n"), 0o600)
+	return fsutil.WriteFileAtomic(path, []byte(token+"\n"), 0o600)
 }
 
 func newSecret() (string, error) {

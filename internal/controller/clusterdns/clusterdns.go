@@ -25,8 +25,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"orch/internal/cidr"
 	"orch/internal/controller"
-	"orch/internal/network"
+	"orch/internal/dns"
 	"orch/internal/worker"
 )
 
@@ -40,18 +41,12 @@ const ServiceName = "kube-dns"
 // ManagedBy is the endpointslice.kubernetes.io/managed-by of the slice.
 const ManagedBy = "clusterdns.orch.io"
 
-// Ports of the node resolvers: DNS over UDP and TCP, and metrics.
-const (
-	DNSPort     = 53
-	MetricsPort = 9153
-)
-
 // ServicePorts are kube-dns's ports, with upstream's names.
 func ServicePorts() []corev1.ServicePort {
 	return []corev1.ServicePort{
-		{Name: "dns", Protocol: corev1.ProtocolUDP, Port: DNSPort, TargetPort: intstr.FromInt32(DNSPort)},
-		{Name: "dns-tcp", Protocol: corev1.ProtocolTCP, Port: DNSPort, TargetPort: intstr.FromInt32(DNSPort)},
-		{Name: "metrics", Protocol: corev1.ProtocolTCP, Port: MetricsPort, TargetPort: intstr.FromInt32(MetricsPort)},
+		{Name: "dns", Protocol: corev1.ProtocolUDP, Port: dns.Port, TargetPort: intstr.FromInt32(dns.Port)},
+		{Name: "dns-tcp", Protocol: corev1.ProtocolTCP, Port: dns.Port, TargetPort: intstr.FromInt32(dns.Port)},
+		{Name: "metrics", Protocol: corev1.ProtocolTCP, Port: dns.MetricsPort, TargetPort: intstr.FromInt32(dns.MetricsPort)},
 	}
 }
 
@@ -135,7 +130,7 @@ func (c *Controller) sync(ctx context.Context, _ string) error {
 func Slice(nodes []*corev1.Node) *discoveryv1.EndpointSlice {
 	var endpoints []discoveryv1.Endpoint
 	for _, n := range nodes {
-		gw, err := network.GatewayIP(n.Spec.PodCIDR)
+		gw, err := cidr.GatewayIP(n.Spec.PodCIDR)
 		if err != nil || !gw.Is4() {
 			continue
 		}

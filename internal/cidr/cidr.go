@@ -1,4 +1,6 @@
-package network
+// Package cidr holds what the network and the controllers both derive from
+// a node's pod CIDR.
+package cidr
 
 import (
 	"fmt"
@@ -11,7 +13,7 @@ import (
 func GatewayIP(podCIDR string) (netip.Addr, error) {
 	prefix, err := netip.ParsePrefix(podCIDR)
 	if err != nil {
-		return netip.Addr{}, fmt.Errorf("network: pod CIDR %q: %w", podCIDR, err)
+		return netip.Addr{}, fmt.Errorf("pod CIDR %q: %w", podCIDR, err)
 	}
 	return prefix.Masked().Addr().Next(), nil
 }
