@@ -13,15 +13,15 @@ import (
 // serveHealth answers /healthz, /livez and /readyz (and /readyz/CHECK) like
 // upstream: "ok", or per-check lines with ?verbose, and 500 when a check fails.
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
-	parts := splitPath(r.URL.Path)
-	checks := s.healthChecks(parts[0] == "readyz")
-	if len(parts) == 2 {
-		fn, ok := checks[parts[1]]
+	kind, check, one := strings.Cut(strings.Trim(r.URL.Path, "/"), "/") // e.g. readyz, poststarthook/bootstrap-controller
+	checks := s.healthChecks(kind == "readyz")
+	if one {
+		fn, ok := checks[check]
 		if !ok {
 			http.NotFound(w, r)
 			return
 		}
-		checks = map[string]func(context.Context) error{parts[1]: fn}
+		checks = map[string]func(context.Context) error{check: fn}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
@@ -44,11 +44,11 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if failed {
 		w.WriteHeader(http.StatusInternalServerError)
-		fmt.Fprintf(w, "%s%s check failed\n", b.String(), parts[0])
+		fmt.Fprintf(w, "%s%s check failed\n", b.String(), kind)
 		return
 	}
 	if _, verbose := r.URL.Query()["verbose"]; verbose {
-		fmt.Fprintf(w, "%s%s check passed\n", b.String(), parts[0])
+		fmt.Fprintf(w, "%s%s check passed\n", b.String(), kind)
 		return
 	}
 	fmt.Fprint(w, "ok")

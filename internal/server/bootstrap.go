@@ -29,10 +29,30 @@ var systemPriorityClasses = map[string]int32{"system-cluster-critical": 20000000
 // bootstrap keeps the objects every cluster has: the default namespaces and
 // the default/kubernetes Service with Endpoints and an EndpointSlice pointing
 // at every running server (see apiserverleases.go). It reconciles every 10 seconds, through the API.
+// Its hooks are done once the namespaces, the priority classes and the
+// Services first exist: /readyz waits for them (see hooks).
 type bootstrap struct {
 	cfg  parsed
 	rest *rest.Config
 	log  *slog.Logger
+
+	// namespaces, priorityClasses and services are named after upstream's
+	// post-start hooks that make the same objects.
+	namespaces, priorityClasses, services postStartHook
+}
+
+// newBootstrap returns the bootstrap of the server p; rest is its loopback client config.
+func newBootstrap(p parsed, rest *rest.Config, log *slog.Logger) *bootstrap {
+	b := &bootstrap{cfg: p, rest: rest, log: log}
+	b.namespaces.name = "start-system-namespaces-controller"
+	b.priorityClasses.name = "scheduling/bootstrap-system-priority-classes"
+	b.services.name = "bootstrap-controller"
+	return b
+}
+
+// hooks are the start-up tasks /readyz waits for.
+func (b *bootstrap) hooks() []*postStartHook {
+	return []*postStartHook{&b.namespaces, &b.priorityClasses, &b.services}
 }
 
 func (b *bootstrap) Start(ctx context.Context) error {
@@ -44,10 +64,14 @@ func (b *bootstrap) Start(ctx context.Context) error {
 		if err := b.reconcile(ctx, client); err != nil && ctx.Err() == nil {
 			b.log.Warn("cannot ensure the default objects yet; retrying", "err", err)
 		}
+		wait := 10 * time.Second
+		if !b.services.done.Load() { // /readyz waits for the first round
+			wait = time.Second
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(10 * time.Second):
+		case <-time.After(wait):
 		}
 	}
 }
@@ -59,6 +83,7 @@ func (b *bootstrap) reconcile(ctx context.Context, client kubernetes.Interface) 
 			return fmt.Errorf("namespace %q: %w", name, err)
 		}
 	}
+	b.namespaces.finish()
 	for name, value := range systemPriorityClasses {
 		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value,
 			Description: "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."}
@@ -69,12 +94,14 @@ func (b *bootstrap) reconcile(ctx context.Context, client kubernetes.Interface) 
 			return fmt.Errorf("priority class %q: %w", name, err)
 		}
 	}
+	b.priorityClasses.finish()
 	if err := b.ensureService(ctx, client); err != nil {
 		return err
 	}
 	if err := b.ensureDNSService(ctx, client); err != nil {
 		return err
 	}
+	b.services.finish()
 	ips, err := apiserverIPs(ctx, client, b.cfg.advertise, time.Now())
 	if err != nil {
 		return fmt.Errorf("apiserver leases: %w", err)

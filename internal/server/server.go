@@ -92,23 +92,24 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	loopback, err := loopbackConfig(p, bundle)
+	if err != nil {
+		return err
+	}
+	boot := newBootstrap(p, loopback, log.With("component", "bootstrap"))
 	api, err := apiserver.New(apiserver.Config{
 		Storage: store, Resources: all.Resources(), ServiceCIDR: p.serviceCIDR, Version: version.Info(), KubeletClient: kubeletClient,
 		Log: log.With("component", "apiserver"), ServiceAccountKey: bundle.ServiceAccountKey,
 		ClusterDomain: p.ClusterDomain, ExternalAddress: net.JoinHostPort(p.advertise.String(), strconv.Itoa(p.HTTPSPort)),
-		Checks: map[string]func(context.Context) error{"etcd": func(ctx context.Context) error {
+		Checks: addHookChecks(map[string]func(context.Context) error{"etcd": func(ctx context.Context) error {
 			_, err := store.CurrentRevision(ctx)
 			return err
-		}},
+		}}, boot.hooks()...),
 	})
 	if err != nil {
 		return err
 	}
 	listener, err := listen(p, bundle, certs.getCertificate)
-	if err != nil {
-		return err
-	}
-	loopback, err := loopbackConfig(p, bundle)
 	if err != nil {
 		return err
 	}
@@ -153,7 +154,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			httpServer.BaseContext = func(net.Listener) context.Context { return ctx }
 			return serve(ctx, httpServer, listener)
 		})},
-		{Name: "bootstrap", Runnable: &bootstrap{cfg: p, rest: loopback, log: log.With("component", "bootstrap")}},
+		{Name: "bootstrap", Runnable: boot},
 		{Name: "manifests", Runnable: &manifests.Applier{Dir: p.manifestDir(), Config: loopback, Log: log.With("component", "manifests")}},
 		{Name: "certificates", Runnable: run.Func(func(ctx context.Context) error {
 			client, err := kubernetes.NewForConfig(loopback)
