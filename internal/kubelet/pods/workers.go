@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 
+	"orch/internal/kubelet/cri"
 	"orch/internal/kubelet/podconfig"
 	"orch/internal/kubelet/prober"
 	"orch/internal/kubelet/staticpods"
@@ -39,6 +40,11 @@ type Runtime interface {
 	imageRuntime
 	prober.Runtime
 }
+
+var (
+	_ Runtime = (*cri.Runtime)(nil)
+	_ Runtime = (*cri.Fake)(nil)
+)
 
 // Workers runs the pods bound to one node. Set the exported fields, if at
 // all, before Start.
@@ -166,6 +172,7 @@ func (w *Workers) Start(ctx context.Context) error {
 	services.Start(ctx.Done())
 	defer factory.Shutdown()
 	defer services.Shutdown()
+	defer w.queue.ShutDown() // worker.Run shuts it down too, once it ran
 	if !cache.WaitForCacheSync(ctx.Done(), informer.Informer().HasSynced, servicesSynced) {
 		return ctx.Err()
 	}
