@@ -37,32 +37,6 @@ func (w *Workers) release(uid types.UID) error {
 	return w.volumes.TearDown(uid)
 }
 
-// killUnhealthy stops container id of c when its liveness or startup
-// probe failed, as upstream's computePodActions: the container then
-// restarts as its pod's restartPolicy says.
-func (w *Workers) killUnhealthy(ctx context.Context, pod *corev1.Pod, c *corev1.Container, id string) error {
-	if !w.probes.LivenessFailed(id) {
-		return nil
-	}
-	probe := "liveness"
-	if w.probes.StartupFailed(id) {
-		probe = "startup"
-	}
-	grace := gracePeriod(pod)
-	if g := w.probes.LivenessGracePeriod(id); g != nil {
-		grace = *g
-	}
-	w.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Container %s failed %s probe, will be restarted", c.Name, probe)
-	podIP := ""
-	if len(pod.Status.PodIPs) > 0 {
-		podIP = pod.Status.PodIPs[0].IP
-	}
-	if err := w.stopContainer(ctx, pod, c, id, podIP, grace, false); err != nil {
-		return fmt.Errorf("stop unhealthy container %q: %w", c.Name, err)
-	}
-	return nil
-}
-
 // terminationLogFile makes the file mounted at c's terminationMessagePath
 // for its next attempt, as upstream: <pod dir>/containers/<name>/<random>,
 // mode 0666 so that any user in the container can write it.
