@@ -104,7 +104,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Checks: addHookChecks(map[string]func(context.Context) error{"etcd": func(ctx context.Context) error {
 			_, err := store.CurrentRevision(ctx)
 			return err
-		}}, boot.hooks()...),
+		}, "etcd-voter": etcdVoterCheck(etcd.Server())}, boot.hooks()...),
 	})
 	if err != nil {
 		return err
