@@ -388,45 +388,79 @@ EOF
 write_killall() {
 	cat >"$TMP_DIR/new" <<EOF
 #!/bin/sh
-# orch-killall.sh — written by install.sh. Stops orch, the containerd it
-# started and every container of its pods; removes the pod network's
-# interfaces, orch's iptables rules and routes, and the runtime state in
-# /run/orch. The data (data dir, /etc/orch) stays: start orch again to resume.
+# orch-killall.sh — written by install.sh. Stops this install's orch (the
+# services that run $BIN_DIR/orch, and any orch whose data dir is theirs), the
+# containerd it started and every container of its pods; removes its pods'
+# network namespaces, the pod network's interfaces, orch's iptables rules and
+# routes, and its containerd's runtime state. Another orch on this host with
+# another data dir (e.g. in a network namespace of its own) is left alone.
+# The data (data dir, /etc/orch) stays: start orch again to resume.
 BIN_DIR='$BIN_DIR'
 SYSTEMD_DIR='$SYSTEMD_DIR'
+DATA_DIR='$DATA_DIR'
 EOF
 	cat >>"$TMP_DIR/new" <<'EOF'
 [ "$(id -u)" = 0 ] || exec sudo "$0" "$@"
 
 say() { echo "[orch killall] $*"; }
 
-# Stop the services so that the supervisor does not restart what we kill.
+# The services of this install: those that run $BIN_DIR/orch.
+own_services() {
+	for f in "$SYSTEMD_DIR"/orch*.service /etc/init.d/orch*; do
+		[ -f "$f" ] || continue
+		grep -q -F -e "ExecStart=$BIN_DIR/orch " -e "command=\"$BIN_DIR/orch\"" "$f" && echo "$f"
+	done
+}
+# Stop them so that the supervisor does not restart what we kill.
 if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
-	for unit in "$SYSTEMD_DIR"/orch*.service; do
-		[ -f "$unit" ] || continue
+	for unit in $(own_services); do
+		case "$unit" in *.service) ;; *) continue ;; esac
 		systemctl stop "$(basename "$unit")" 2>/dev/null && say "stopped $(basename "$unit")"
 	done
 elif command -v rc-service >/dev/null 2>&1; then
-	for s in /etc/init.d/orch*; do
-		[ -x "$s" ] || continue
+	for s in $(own_services); do
+		case "$s" in /etc/init.d/*) ;; *) continue ;; esac
 		rc-service "$(basename "$s")" stop >/dev/null 2>&1 && say "stopped $(basename "$s")"
 	done
 fi
 
-# The data dirs in use: the default, those the services name, the config's.
+# config_data_dir FILE prints the data-dir a config file sets, if any.
+config_data_dir() {
+	[ -f "$1" ] && sed -n 's/^data-dir:[[:space:]]*//p' "$1" | tr -d "\"'" | tail -n 1
+}
+# The data dirs of this install: the installer's, and each service's
+# (its --data-dir, else the config's, else the default).
 data_dirs() {
-	echo /var/lib/orch
-	for f in "$SYSTEMD_DIR"/orch*.service /etc/init.d/orch*; do
-		[ -f "$f" ] || continue
-		tr " \"'" '\n\n\n' <"$f" | sed -n -e 's/^--data-dir=//p' -e '/^--data-dir$/{n;p;}'
+	echo "$DATA_DIR"
+	for f in $(own_services); do
+		d=$(tr " \"'" '\n\n\n' <"$f" | sed -n -e 's/^--data-dir=//p' -e '/^--data-dir$/{n;p;}' | tail -n 1)
+		[ -n "$d" ] || d=$(config_data_dir /etc/orch/config.yaml)
+		echo "${d:-/var/lib/orch}"
 	done
-	if [ -f /etc/orch/config.yaml ]; then
-		sed -n 's/^data-dir:[[:space:]]*//p' /etc/orch/config.yaml | tr -d "\"'"
-	fi
 }
 # (never a system directory: everything under a data dir is unmounted)
-DATA_DIRS=$(data_dirs | sed 's:/*$::' | grep '^/.' |
-	grep -v -x -E '/(etc|usr|usr/local|var|var/lib|home|root|opt|srv|run|tmp|boot|bin|sbin|lib[^/]*)' | sort -u)
+not_system_dir() {
+	sed 's:/*$::' | grep '^/.' |
+		grep -v -x -E '/(etc|usr|usr/local|var|var/lib|home|root|opt|srv|run|var/run|tmp|boot|bin|sbin|lib[^/]*)' | sort -u
+}
+DATA_DIRS=$(data_dirs | not_system_dir)
+# in_list WORD LIST: whether WORD is one of the words (or lines) of LIST.
+in_list() {
+	[ -n "$1" ] || return 1
+	case " $(printf '%s' "$2" | tr '\n' ' ') " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+
+# The runtime state dir and socket of each data dir's containerd, as orch
+# wrote them into its config.
+STATES= SOCKETS=
+for d in $DATA_DIRS; do
+	conf=$d/agent/etc/containerd/config.toml
+	[ -f "$conf" ] || continue
+	STATES="$STATES $(sed -n 's/^state = "\(.*\)"$/\1/p' "$conf" | head -n 1)"
+	SOCKETS="$SOCKETS $(sed -n '/^\[grpc\]/,/^\[/s/^[[:space:]]*address = "\(.*\)"$/\1/p' "$conf" | head -n 1)"
+done
+STATES=$(for s in $STATES; do echo "$s"; done | not_system_dir)
 
 # pids_where TEST prints the pids of processes for which TEST PID succeeds.
 pids_where() {
@@ -436,27 +470,41 @@ pids_where() {
 		"$1" "$p" 2>/dev/null && echo "$p"
 	done
 }
-cmdline() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null; }
+args() { tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null; }
+# flag_value PID NAME... prints the value of the process's flag -NAME or
+# --NAME (as "--NAME V" or "--NAME=V"), the last one given.
+flag_value() {
+	p=$1
+	shift
+	for n in "$@"; do
+		args "$p" | sed -n -e "s/^--*$n=//p" -e "/^--*$n\$/{n;p;}"
+	done | tail -n 1
+}
+# proc_data_dir PID prints the data dir of an orch process: its
+# --data-dir, else its config's, else the default.
+proc_data_dir() {
+	d=$(flag_value "$1" data-dir)
+	[ -n "$d" ] || d=$(config_data_dir "$(flag_value "$1" config c)")
+	[ -n "$d" ] || d=$(config_data_dir /etc/orch/config.yaml)
+	d=${d:-/var/lib/orch}
+	case "$d" in /*) ;; *) d=$(readlink "/proc/$1/cwd")/$d ;; esac
+	echo "$d" | sed 's:/*$::'
+}
 is_orch() {
 	exe=$(readlink "/proc/$1/exe") || return 1
-	[ "$exe" = "$BIN_DIR/orch" ] || [ "$exe" = "$BIN_DIR/orch (deleted)" ]
+	[ "$exe" = "$BIN_DIR/orch" ] || [ "$exe" = "$BIN_DIR/orch (deleted)" ] || return 1
+	in_list "$(proc_data_dir "$1")" "$DATA_DIRS"
 }
 is_orch_containerd() {
 	[ "$(cat "/proc/$1/comm")" = containerd ] || return 1
-	case "$(cmdline "$1")" in
-	*/agent/etc/containerd/config.toml*) return 0 ;;
-	esac
-	return 1
+	in_list "$(flag_value "$1" config c)" "$(for d in $DATA_DIRS; do echo "$d/agent/etc/containerd/config.toml"; done)"
 }
 is_orch_shim() {
 	case "$(cat "/proc/$1/comm")" in
 	containerd-shim*) ;;
 	*) return 1 ;;
 	esac
-	case "$(cmdline "$1")" in
-	*" -address /run/orch/"* | *" --address /run/orch/"*) return 0 ;;
-	esac
-	return 1
+	in_list "$(flag_value "$1" address)" "$SOCKETS"
 }
 # descendants PID... prints the PIDs and all their descendants.
 descendants() {
@@ -494,12 +542,14 @@ kill_and_wait() { # SIGNAL PIDS: wait up to 10s for them to go, then SIGKILL
 	kill -9 $alive 2>/dev/null
 }
 
-# The network namespaces of the pods, to delete once their containers are gone.
+# The network namespaces of the pods, to delete once their containers are
+# gone: not the shims' own (the runtime's, which host-network pods share).
 POD_NETNS=
 SHIMS=$(pids_where is_orch_shim)
+RUNTIME_NETNS=$(for p in $SHIMS; do readlink "/proc/$p/ns/net" 2>/dev/null; done)
 for p in $(descendants $SHIMS); do
 	ns=$(readlink "/proc/$p/ns/net" 2>/dev/null) || continue
-	case " $POD_NETNS " in *" $ns "*) ;; *) POD_NETNS="$POD_NETNS $ns" ;; esac
+	in_list "$ns" "$RUNTIME_NETNS $POD_NETNS" || POD_NETNS="$POD_NETNS $ns"
 done
 
 ORCH=$(pids_where is_orch)
@@ -532,7 +582,7 @@ if [ -n "$SHIMS" ]; then
 	done
 fi
 
-# Unmount what lives under the data dirs and /run/orch (deepest first).
+# Unmount what lives under the data dirs and the runtime state (deepest first).
 unmount_under() {
 	awk '{print $2}' /proc/self/mounts | sed 's/\\040/ /g' | while read -r m; do
 		for prefix in "$@"; do
@@ -543,7 +593,7 @@ unmount_under() {
 	done
 }
 # shellcheck disable=SC2086
-unmount_under $DATA_DIRS /run/orch /var/run/orch
+unmount_under $DATA_DIRS $STATES
 
 # The pods' network namespaces, their veths and the pod bridge.
 for f in /run/netns/* /var/run/netns/*; do
@@ -609,8 +659,8 @@ for t in iptables ip6tables; do
 done
 
 # The runtime state (containerd's, the shims'), gone at reboot anyway.
-for d in /run/orch /var/run/orch; do
-	[ -d "$d" ] && rm -rf "$d"/* 2>/dev/null
+for d in $STATES; do
+	rm -rf "$d" 2>/dev/null
 done
 say "orch is stopped; the data stays (start it again to resume, or run an uninstall script to remove it)"
 EOF
@@ -622,8 +672,8 @@ write_uninstall() {
 #!/bin/sh
 # $SYSTEM_NAME-uninstall.sh — written by install.sh. Stops orch and its pods
 # (orch-killall.sh), then removes the $SYSTEM_NAME service, and when no other
-# orch service is left: the binary, the kubectl link, /etc/orch, the data
-# dir and /run/orch. It removes itself last.
+# orch service is left: the binary, the kubectl link, /etc/orch and the data
+# dir (another orch's data dir and runtime state stay). It removes itself last.
 BIN_DIR='$BIN_DIR'
 SYSTEMD_DIR='$SYSTEMD_DIR'
 SYSTEM_NAME='$SYSTEM_NAME'
@@ -659,8 +709,8 @@ done
 if [ -L "$BIN_DIR/kubectl" ] && [ "$(readlink "$BIN_DIR/kubectl")" = orch ]; then
 	rm -f "$BIN_DIR/kubectl"
 fi
-# The data dirs this install used, the default one, and /etc/orch.
-for d in "$DATA_DIR" /var/lib/orch /etc/orch; do
+# The data dir this install used and /etc/orch (another orch's data dir stays).
+for d in "$DATA_DIR" /etc/orch; do
 	[ -e "$d" ] || continue
 	case "${d%/}" in
 	"" | /etc | /usr | /usr/local | /var | /var/lib | /home | /root | /opt | /srv | /run | /tmp | /boot | /bin | /sbin | /lib*)
@@ -670,7 +720,8 @@ for d in "$DATA_DIR" /var/lib/orch /etc/orch; do
 	esac
 	rm -rf "$d" && say "removed $d"
 done
-rm -rf /run/orch /var/run/orch 2>/dev/null
+# (the killall removed its runtime state; another orch's stays)
+rmdir /run/orch /var/run/orch 2>/dev/null
 rm -f "$BIN_DIR/orch" "$BIN_DIR/orch-killall.sh"
 say "removed $BIN_DIR/orch and the scripts; orch is uninstalled"
 rm -f "$0" "$BIN_DIR/$SYSTEM_NAME-uninstall.sh"
