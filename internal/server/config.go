@@ -111,15 +111,8 @@ func (c Config) parse() (parsed, error) {
 	if c.HTTPSPort <= 0 || c.HTTPSPort > 65535 {
 		return p, fmt.Errorf("--https-listen-port %d is not a port number", c.HTTPSPort)
 	}
-	switch {
-	case c.AdvertiseAddress != "":
-		if p.advertise = net.ParseIP(c.AdvertiseAddress); p.advertise == nil {
-			return p, fmt.Errorf("--advertise-address %q is not an IP address", c.AdvertiseAddress)
-		}
-	case len(p.nodeIPs) > 0:
-		p.advertise = p.nodeIPs[0]
-	default:
-		p.advertise = network.HostIP()
+	if p.advertise, err = chooseAdvertise(c.AdvertiseAddress, p.nodeIPs, network.HostIP); err != nil {
+		return p, err
 	}
 	if len(p.nodeIPs) == 0 {
 		p.nodeIPs = []net.IP{p.advertise}

@@ -38,6 +38,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if p.advertise.IsLoopback() {
+		log.Warn("the server advertises a loopback address: default/kubernetes gets no endpoints (pods cannot reach the apiserver) "+
+			"and no other node can join; pass --node-ip / --advertise-address with the host's address", "address", p.advertise.String())
+	}
 	if p.ClusterReset {
 		return p.clusterReset(ctx, log)
 	}
