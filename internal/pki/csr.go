@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"orch/internal/fsutil"
 	"slices"
 	"strings"
 	"time"
@@ -90,9 +89,3 @@ func (b *Bundle) SignCSR(csr *x509.CertificateRequest, usage x509.ExtKeyUsage, v
 
 // Now is the bundle's clock (time.Now unless Config.Now was set).
 func (b *Bundle) Now() time.Time { return b.now() }
-
-// WriteFileAtomic is fsutil.WriteFileAtomic, for the kubelet/pods code
-// being rewritten elsewhere.
-//
-// Deprecated: use fsutil.WriteFileAtomic.
-var WriteFileAtomic = fsutil.WriteFileAtomic

@@ -19,7 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 	"orch/internal/kubelet/cri"
 )
 
@@ -88,7 +88,7 @@ func newTestAgent(cfg Config, client kubernetes.Interface, clk *clocktesting.Fak
 // done), then moves the clock on by d.
 func step(t *testing.T, clk *clocktesting.FakeClock, d time.Duration) {
 	t.Helper()
-	controllertest.EventuallyTrue(t, "the agent waiting on its clock", clk.HasWaiters)
+	envtest.EventuallyTrue(t, "the agent waiting on its clock", clk.HasWaiters)
 	clk.Step(d)
 }
 
@@ -114,8 +114,8 @@ func condition(n *corev1.Node, typ corev1.NodeConditionType) corev1.NodeConditio
 // a fake runtime and a fake clock: it registers the Node, renews the Lease
 // every 10 s, posts the status after a minute or at once when it differs.
 func TestAgentAgainstAPIServer(t *testing.T) {
-	env := controllertest.New(t, "kube-node-lease")
-	client := env.Context.Client
+	env := envtest.New(t, "kube-node-lease")
+	client := env.Client
 	ctx := context.Background()
 	start := time.Now().Truncate(time.Second)
 	clk := clocktesting.NewFakeClock(start)
@@ -135,7 +135,7 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 			return l.Spec.RenewTime != nil && l.Spec.RenewTime.Time.Equal(at), nil
 		}
 	}
-	controllertest.Eventually(t, "the lease", leaseRenewedAt(start))
+	envtest.Eventually(t, "the lease", leaseRenewedAt(start))
 
 	n := getNode(t, client, "agent-1")
 	if n.Labels["disk"] != "ssd" || n.Labels["kubernetes.io/hostname"] != "agent-1" || n.Labels["kubernetes.io/os"] != "linux" {
@@ -168,7 +168,7 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 	// Two renewals, 10 s apart; the status is not due yet.
 	for i := 1; i <= 2; i++ {
 		step(t, clk, 10*time.Second)
-		controllertest.Eventually(t, "a renewal of the lease", leaseRenewedAt(start.Add(time.Duration(i)*10*time.Second)))
+		envtest.Eventually(t, "a renewal of the lease", leaseRenewedAt(start.Add(time.Duration(i)*10*time.Second)))
 	}
 	if hb := condition(getNode(t, client, "agent-1"), corev1.NodeReady).LastHeartbeatTime; !hb.Time.Equal(start) {
 		t.Errorf("status posted at %v although nothing changed and a minute has not passed", hb)
@@ -178,7 +178,7 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 	for at := 30 * time.Second; at <= time.Minute; at += 10 * time.Second {
 		step(t, clk, 10*time.Second)
 	}
-	controllertest.Eventually(t, "the status posted after a minute", func() (bool, error) {
+	envtest.Eventually(t, "the status posted after a minute", func() (bool, error) {
 		hb := condition(getNode(t, client, "agent-1"), corev1.NodeReady).LastHeartbeatTime
 		return hb.Time.Equal(start.Add(time.Minute)), nil
 	})
@@ -197,7 +197,7 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 	}
 	fs.set(func(s *System) { s.KernelVersion = "6.2.0" })
 	step(t, clk, 10*time.Second)
-	controllertest.Eventually(t, "the changed status posted at once", func() (bool, error) {
+	envtest.Eventually(t, "the changed status posted at once", func() (bool, error) {
 		n := getNode(t, client, "agent-1")
 		r := condition(n, corev1.NodeReady)
 		return r.Status == corev1.ConditionTrue && n.Status.NodeInfo.KernelVersion == "6.2.0" &&
@@ -208,8 +208,8 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 // TestAgentUpdatesRegisteredNode: a Node that exists (an agent restart)
 // gets its labels and status updated; its taints are left alone.
 func TestAgentUpdatesRegisteredNode(t *testing.T) {
-	env := controllertest.New(t, "kube-node-lease")
-	client := env.Context.Client
+	env := envtest.New(t, "kube-node-lease")
+	client := env.Client
 	ctx := context.Background()
 	old := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "agent-2", Labels: map[string]string{"disk": "hdd", "by-admin": "yes"}},
 		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "admin", Effect: corev1.TaintEffectNoSchedule}}}}
@@ -221,7 +221,7 @@ func TestAgentUpdatesRegisteredNode(t *testing.T) {
 		Taints: []corev1.Taint{{Key: "new", Effect: corev1.TaintEffectNoExecute}}}
 	a, _ := newTestAgent(cfg, client, clk)
 	env.Start(t, a)
-	controllertest.Eventually(t, "the node's status", func() (bool, error) {
+	envtest.Eventually(t, "the node's status", func() (bool, error) {
 		n := getNode(t, client, "agent-2")
 		return n.Status.NodeInfo.ContainerRuntimeVersion != "", nil
 	})
@@ -266,7 +266,7 @@ func TestAgentRetriesWhileServerFails(t *testing.T) {
 
 	// Waits of 0.5, 1, 2, 4 s: stepping by less than the current wait does not start a round.
 	for _, wait := range []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second} {
-		controllertest.EventuallyTrue(t, "the agent waiting", clk.HasWaiters)
+		envtest.EventuallyTrue(t, "the agent waiting", clk.HasWaiters)
 		select {
 		case err := <-done:
 			t.Fatalf("Start returned %v while the server failed", err)
@@ -278,11 +278,11 @@ func TestAgentRetriesWhileServerFails(t *testing.T) {
 		}
 		clk.Step(time.Millisecond)
 	}
-	controllertest.Eventually(t, "registration once the server answers", func() (bool, error) {
+	envtest.Eventually(t, "registration once the server answers", func() (bool, error) {
 		_, err := client.CoreV1().Nodes().Get(ctx, "agent-3", metav1.GetOptions{})
 		return err == nil, nil
 	})
-	controllertest.Eventually(t, "the lease", func() (bool, error) {
+	envtest.Eventually(t, "the lease", func() (bool, error) {
 		_, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, "agent-3", metav1.GetOptions{})
 		return err == nil, nil
 	})
@@ -294,8 +294,8 @@ func TestAgentRetriesWhileServerFails(t *testing.T) {
 // the Node turns Ready at the next second and the daemon endpoint is the
 // kubelet port.
 func TestAgentReadyFollowsTheRuntime(t *testing.T) {
-	env := controllertest.New(t, "kube-node-lease")
-	client := env.Context.Client
+	env := envtest.New(t, "kube-node-lease")
+	client := env.Client
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
 	rt := cri.NewFake()
 	a := New(Config{Name: "agent-3", NodeIPs: []net.IP{net.ParseIP("192.0.2.12")}, KubeletPort: 10250}, client, rt, clk, quiet)
@@ -310,7 +310,7 @@ func TestAgentReadyFollowsTheRuntime(t *testing.T) {
 		}
 		return condition(n, corev1.NodeReady)
 	}
-	controllertest.EventuallyTrue(t, "the node registered NotReady", func() bool { return ready().Status == corev1.ConditionFalse })
+	envtest.EventuallyTrue(t, "the node registered NotReady", func() bool { return ready().Status == corev1.ConditionFalse })
 	want := "container runtime network not ready: NetworkReady=false reason: message:"
 	if r := ready(); r.Reason != "KubeletNotReady" || r.Message != want {
 		t.Errorf("Ready = %s/%q, want KubeletNotReady/%q", r.Reason, r.Message, want)
@@ -322,7 +322,7 @@ func TestAgentReadyFollowsTheRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	step(t, clk, time.Second)
-	controllertest.EventuallyTrue(t, "the node Ready a second later", func() bool { return ready().Status == corev1.ConditionTrue })
+	envtest.EventuallyTrue(t, "the node Ready a second later", func() bool { return ready().Status == corev1.ConditionTrue })
 }
 
 // TestAgentReportsPressure: memory.available below the threshold makes
@@ -331,8 +331,8 @@ func TestAgentReadyFollowsTheRuntime(t *testing.T) {
 // False with a new lastTransitionTime. The signals are measured every
 // MeasureInterval, not every round.
 func TestAgentReportsPressure(t *testing.T) {
-	env := controllertest.New(t, "kube-node-lease")
-	client := env.Context.Client
+	env := envtest.New(t, "kube-node-lease")
+	client := env.Client
 	start := time.Now().Truncate(time.Second)
 	clk := clocktesting.NewFakeClock(start)
 	th, err := ParseEvictionHard([]string{"memory.available<500Mi"})
@@ -356,7 +356,7 @@ func TestAgentReportsPressure(t *testing.T) {
 		}
 		return condition(n, corev1.NodeMemoryPressure)
 	}
-	controllertest.EventuallyTrue(t, "MemoryPressure True", func() bool { return memoryPressure().Status == corev1.ConditionTrue })
+	envtest.EventuallyTrue(t, "MemoryPressure True", func() bool { return memoryPressure().Status == corev1.ConditionTrue })
 	c := memoryPressure()
 	if c.Reason != "KubeletHasInsufficientMemory" || c.Message != "kubelet has insufficient memory available" || !c.LastTransitionTime.Time.Equal(start) {
 		t.Errorf("MemoryPressure = %+v, want KubeletHasInsufficientMemory since %v", c, start)
@@ -378,7 +378,7 @@ func TestAgentReportsPressure(t *testing.T) {
 		t.Errorf("measured %d times in 12 rounds over 55 s, want 6 (every 10 s)", n)
 	}
 	step(t, clk, 5*time.Second) // +60 s: a minute after the threshold was last met
-	controllertest.EventuallyTrue(t, "MemoryPressure False", func() bool { return memoryPressure().Status == corev1.ConditionFalse })
+	envtest.EventuallyTrue(t, "MemoryPressure False", func() bool { return memoryPressure().Status == corev1.ConditionFalse })
 	c = memoryPressure()
 	if c.Reason != "KubeletHasSufficientMemory" || c.Message != "kubelet has sufficient memory available" || !c.LastTransitionTime.Time.Equal(start.Add(time.Minute)) {
 		t.Errorf("MemoryPressure = %+v, want KubeletHasSufficientMemory since %v", c, start.Add(time.Minute))
@@ -389,8 +389,8 @@ func TestAgentReportsPressure(t *testing.T) {
 // largest first; a pulled image is posted at once; while the runtime
 // cannot list its images the last list stays.
 func TestAgentReportsImages(t *testing.T) {
-	env := controllertest.New(t, "kube-node-lease")
-	client := env.Context.Client
+	env := envtest.New(t, "kube-node-lease")
+	client := env.Client
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
 	a, fs := newTestAgent(Config{Name: "agent-5", NodeIPs: []net.IP{net.ParseIP("192.0.2.14")}}, client, clk)
 	rt := a.rt.(*cri.Fake)
@@ -404,7 +404,7 @@ func TestAgentReportsImages(t *testing.T) {
 		}
 		return n.Status.Images
 	}
-	controllertest.EventuallyTrue(t, "the pause image in status.images", func() bool { return len(images()) == 1 })
+	envtest.EventuallyTrue(t, "the pause image in status.images", func() bool { return len(images()) == 1 })
 	if got := images()[0]; len(got.Names) != 1 || got.Names[0] != "orch.local/pause:3.10" || got.SizeBytes != 300<<10 {
 		t.Errorf("status.images[0] = %+v, want the pause image and its size", got)
 	}
@@ -412,7 +412,7 @@ func TestAgentReportsImages(t *testing.T) {
 	step(t, clk, 0) // the first round is over
 	rt.SetImage("busybox:1.35", 2<<20, false)
 	step(t, clk, 10*time.Second)
-	controllertest.EventuallyTrue(t, "the imported image posted at once", func() bool { return len(images()) == 2 })
+	envtest.EventuallyTrue(t, "the imported image posted at once", func() bool { return len(images()) == 2 })
 	if got := images(); got[0].Names[0] != "busybox:1.35" || got[1].Names[0] != "orch.local/pause:3.10" {
 		t.Errorf("status.images = %+v, want busybox (the larger) first", got)
 	}
@@ -421,7 +421,7 @@ func TestAgentReportsImages(t *testing.T) {
 	rt.FailNext("ListImages", errors.New("runtime busy"))
 	fs.set(func(s *System) { s.KernelVersion = "6.2.0" })
 	step(t, clk, 10*time.Second)
-	controllertest.EventuallyTrue(t, "the changed kernel posted", func() bool {
+	envtest.EventuallyTrue(t, "the changed kernel posted", func() bool {
 		return getNode(t, client, "agent-5").Status.NodeInfo.KernelVersion == "6.2.0"
 	})
 	if got := images(); len(got) != 2 {

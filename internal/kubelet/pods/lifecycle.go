@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"orch/internal/fsutil"
 	"orch/internal/kubelet/podconfig"
-	"orch/internal/pki"
 )
 
 // Upstream's bounds on termination messages.
@@ -166,7 +166,7 @@ func (w *Workers) writeEtcHosts(pod *corev1.Pod, podIPs []string) (string, error
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return "", err
 	}
-	return path, pki.WriteFileAtomic(path, content, 0o644)
+	return path, fsutil.WriteFileAtomic(path, content, 0o644)
 }
 
 // evictOverSizeLimit evicts pod when one of its disk-backed emptyDir

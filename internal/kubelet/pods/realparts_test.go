@@ -16,7 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 	"orch/internal/kubelet/containerd/containerdtest"
 	"orch/internal/kubelet/cri"
 	"orch/internal/kubelet/images"
@@ -65,8 +65,8 @@ func TestWorkersWithRealContainerd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	env := controllertest.New(t, "work")
-	client := env.Context.Client
+	env := envtest.New(t, "work")
+	client := env.Client
 	w := New(client, podconfig.Node{Name: "node-1", HostIPs: []string{"10.0.0.1"}}, rt, log)
 	w.LogRoot, w.SystemdCgroups, w.Relist = filepath.Join(dir, "pods"), cfg.SystemdCgroup, 200*time.Millisecond
 	w.RootDir = filepath.Join(dir, "kubelet")
@@ -84,7 +84,7 @@ func TestWorkersWithRealContainerd(t *testing.T) {
 	}
 	t.Cleanup(func() { removePodCgroups(t, string(pod.UID)) })
 	var containerID string
-	controllertest.Eventually(t, "pod box running", func() (bool, error) {
+	envtest.Eventually(t, "pod box running", func() (bool, error) {
 		p, err := pods.Get(ctx, "box", metav1.GetOptions{})
 		if err != nil || p.Status.Phase != corev1.PodRunning || len(p.Status.ContainerStatuses) != 1 {
 			return false, err
@@ -104,7 +104,7 @@ func TestWorkersWithRealContainerd(t *testing.T) {
 	if st.Status.State.String() != "CONTAINER_RUNNING" {
 		t.Fatalf("container %s is %s", containerID, st.Status.State)
 	}
-	controllertest.Eventually(t, "the container's log", func() (bool, error) {
+	envtest.Eventually(t, "the container's log", func() (bool, error) {
 		data, _ := os.ReadFile(st.Status.LogPath)
 		return strings.Contains(string(data), " stdout F hi\n"), nil
 	})
@@ -133,7 +133,7 @@ func TestWorkersWithRealContainerd(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { removePodCgroups(t, string(initPod.UID)) })
-	controllertest.Eventually(t, "pod crash in CrashLoopBackOff", func() (bool, error) {
+	envtest.Eventually(t, "pod crash in CrashLoopBackOff", func() (bool, error) {
 		p, err := pods.Get(ctx, "crash", metav1.GetOptions{})
 		if err != nil || len(p.Status.ContainerStatuses) != 1 {
 			return false, err
@@ -144,12 +144,12 @@ func TestWorkersWithRealContainerd(t *testing.T) {
 			strings.HasPrefix(w.Message, "back-off 10s restarting failed container=main pod=crash_work(") &&
 			last != nil && last.ExitCode == 1 && last.Reason == "Error", nil
 	})
-	controllertest.Eventually(t, "the BackOff event", func() (bool, error) {
-		ev := controllertest.Events(t, client, "work", "Pod", "crash")
-		return controllertest.CountPrefix(ev, "Warning BackOff Back-off restarting failed container main in pod crash_work(") > 0, nil
+	envtest.Eventually(t, "the BackOff event", func() (bool, error) {
+		ev := envtest.Events(t, client, "work", "Pod", "crash")
+		return envtest.CountPrefix(ev, "Warning BackOff Back-off restarting failed container main in pod crash_work(") > 0, nil
 	})
 	var initStatus, mainStatus corev1.ContainerStatus
-	controllertest.Eventually(t, "pod init running", func() (bool, error) {
+	envtest.Eventually(t, "pod init running", func() (bool, error) {
 		p, err := pods.Get(ctx, "init", metav1.GetOptions{})
 		if err != nil || p.Status.Phase != corev1.PodRunning || len(p.Status.InitContainerStatuses) != 1 || len(p.Status.ContainerStatuses) != 1 {
 			return false, err
@@ -180,7 +180,7 @@ func TestWorkersWithRealContainerd(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"box", "crash", "init"} {
-		controllertest.Eventually(t, "pod "+name+" gone", func() (bool, error) {
+		envtest.Eventually(t, "pod "+name+" gone", func() (bool, error) {
 			_, err := pods.Get(ctx, name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		})
@@ -196,9 +196,9 @@ func TestWorkersWithRealContainerd(t *testing.T) {
 	if len(sandboxes) != 0 || len(containers) != 0 {
 		t.Errorf("left in the runtime: sandboxes %v, containers %v", sandboxes, containers)
 	}
-	ev := controllertest.Events(t, client, "work", "Pod", "box")
+	ev := envtest.Events(t, client, "work", "Pod", "box")
 	for _, prefix := range []string{"Normal Pulled", "Normal Created", "Normal Started", "Normal Killing"} {
-		if controllertest.CountPrefix(ev, prefix) == 0 {
+		if envtest.CountPrefix(ev, prefix) == 0 {
 			t.Errorf("no %s event in %q", prefix, ev)
 		}
 	}

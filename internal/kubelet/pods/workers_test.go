@@ -10,7 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"orch/internal/controller/controllertest"
+	"orch/internal/envtest"
 	"orch/internal/kubelet/cri"
 	"orch/internal/kubelet/podconfig"
 )
@@ -24,8 +24,8 @@ func apiPod(name string, policy corev1.RestartPolicy, node string) *corev1.Pod {
 }
 
 func TestWorkersAgainstAPIServer(t *testing.T) {
-	env := controllertest.New(t, "work")
-	client := env.Context.Client
+	env := envtest.New(t, "work")
+	client := env.Client
 	rt := cri.NewFake()
 	w := New(client, podconfig.Node{Name: "node-1", HostIPs: []string{"10.0.0.1"}}, rt, quiet)
 	w.LogRoot, w.RootDir, w.Relist = t.TempDir(), t.TempDir(), 100*time.Millisecond
@@ -43,7 +43,7 @@ func TestWorkersAgainstAPIServer(t *testing.T) {
 		}
 	}
 	var containerID string
-	controllertest.Eventually(t, "pod once running", func() (bool, error) {
+	envtest.Eventually(t, "pod once running", func() (bool, error) {
 		p, err := pods.Get(ctx, "once", metav1.GetOptions{})
 		if err != nil || p.Status.Phase != corev1.PodRunning {
 			return false, err
@@ -62,7 +62,7 @@ func TestWorkersAgainstAPIServer(t *testing.T) {
 	if err := rt.Exit(containerID, 0, ""); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "pod once succeeded", func() (bool, error) {
+	envtest.Eventually(t, "pod once succeeded", func() (bool, error) {
 		p, err := pods.Get(ctx, "once", metav1.GetOptions{})
 		if err != nil || p.Status.Phase != corev1.PodSucceeded {
 			return false, err
@@ -71,7 +71,7 @@ func TestWorkersAgainstAPIServer(t *testing.T) {
 		return term != nil && term.ExitCode == 0 && term.Reason == "Completed", nil
 	})
 
-	controllertest.Eventually(t, "pod always running", func() (bool, error) {
+	envtest.Eventually(t, "pod always running", func() (bool, error) {
 		p, err := pods.Get(ctx, "always", metav1.GetOptions{})
 		return err == nil && p.Status.Phase == corev1.PodRunning, err
 	})
@@ -79,7 +79,7 @@ func TestWorkersAgainstAPIServer(t *testing.T) {
 	if err := pods.Delete(ctx, "always", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	controllertest.Eventually(t, "pod always gone", func() (bool, error) {
+	envtest.Eventually(t, "pod always gone", func() (bool, error) {
 		_, err := pods.Get(ctx, "always", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
@@ -102,17 +102,17 @@ func TestWorkersAgainstAPIServer(t *testing.T) {
 		t.Errorf("pod of another node was touched: %+v", p.Status)
 	}
 
-	controllertest.Eventually(t, "the events", func() (bool, error) {
-		ev := controllertest.Events(t, client, "work", "Pod", "always")
+	envtest.Eventually(t, "the events", func() (bool, error) {
+		ev := envtest.Events(t, client, "work", "Pod", "always")
 		for _, prefix := range []string{"Normal Pulled", "Normal Created", "Normal Started", "Normal Killing"} {
-			if controllertest.CountPrefix(ev, prefix) == 0 {
+			if envtest.CountPrefix(ev, prefix) == 0 {
 				return false, nil
 			}
 		}
 		return true, nil
 	})
-	ev := controllertest.Events(t, client, "work", "Pod", "once")
-	if controllertest.CountPrefix(ev, "Normal Pulling") == 0 && controllertest.CountPrefix(ev, "Normal Pulled") == 0 {
+	ev := envtest.Events(t, client, "work", "Pod", "once")
+	if envtest.CountPrefix(ev, "Normal Pulling") == 0 && envtest.CountPrefix(ev, "Normal Pulled") == 0 {
 		t.Errorf("events of once: %q", ev)
 	}
 }
