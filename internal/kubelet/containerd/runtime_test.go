@@ -29,11 +29,7 @@ import (
 // TestRuntimeEndToEnd runs a busybox container through the whole stack:
 // the supervised containerd, the image importer and the CRI client.
 func TestRuntimeEndToEnd(t *testing.T) {
-	containerdtest.RequireRuntime(t)
-	log := containerdtest.Logger(t)
-	dir := t.TempDir()
-	cfg := containerdtest.Config(dir)
-	sup := containerdtest.StartContainerd(t, dir, cfg, log, containerdtest.Options{})
+	dir, cfg, log, sup := containerdtest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 

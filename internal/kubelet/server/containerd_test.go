@@ -37,11 +37,7 @@ import (
 // client-go, over SPDY (proxied to containerd's streaming server) and
 // WebSocket (translated to SPDY by the kubelet).
 func TestExecAndLogsOnContainerd(t *testing.T) {
-	containerdtest.RequireRuntime(t)
-	log := containerdtest.Logger(t)
-	dir := t.TempDir()
-	cfg := containerdtest.Config(dir)
-	sup := containerdtest.StartContainerd(t, dir, cfg, log, containerdtest.Options{})
+	dir, cfg, log, sup := containerdtest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	containerdtest.ImportImages(t, ctx, cfg, log)

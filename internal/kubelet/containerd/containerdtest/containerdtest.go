@@ -119,6 +119,18 @@ func StartContainerd(t *testing.T, dir string, cfg containerd.Config, log *slog.
 	return sup
 }
 
+// Start is how a test that runs pods on containerd begins: it checks
+// RequireRuntime, then starts containerd (StartContainerd, no Options) in
+// a temporary directory dir with Config(dir) and a Logger.
+func Start(t *testing.T) (dir string, cfg containerd.Config, log *slog.Logger, sup *containerd.Supervisor) {
+	t.Helper()
+	RequireRuntime(t)
+	log = Logger(t)
+	dir = t.TempDir()
+	cfg = Config(dir)
+	return dir, cfg, log, StartContainerd(t, dir, cfg, log, Options{})
+}
+
 // cleanUp kills the processes of the containerd at address that are left
 // (its shims: the test failed to remove a pod), reporting them as errors,
 // and unmounts what is left under dir.
