@@ -1,7 +1,8 @@
 // Package controller holds what the controllers in internal/controller/<name>
 // share: the Context they are built from, the pieces
 // their informer handlers have in common (Key, ObjectFrom, EnqueueHandlers,
-// ResolveControllerRef), pod create/delete Expectations, the Delayer, and
+// ResolveControllerRef), Lookup of the object a key names, pod
+// create/delete Expectations, the Delayer, and
 // pod helpers (PodReady, PodAvailable). Each controller is its own package
 // in the sample-controller shape: informers feed a rate-limited workqueue,
 // internal/worker's loop reconciles one key at a time (read the current

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 
 	"orch/internal/controller"
 )
@@ -22,15 +21,8 @@ import (
 // starts the job that is due, writes status, and plans the next sync at the
 // next start time.
 func (c *Controller) sync(ctx context.Context, key string) error {
-	namespace, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil // not a key we produce; nothing to retry
-	}
-	cached, err := c.cronJobs.CronJobs(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	cached, err := controller.Lookup(key, c.cronJobs.CronJobs)
+	if cached == nil || err != nil {
 		return err
 	}
 	jobs, err := c.jobsOf(cached)

@@ -7,27 +7,18 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 
 	"orch/internal/controller"
 )
 
 // sync reconciles the Deployment with key.
 func (c *Controller) sync(ctx context.Context, key string) error {
-	namespace, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	cached, err := c.dLister.Deployments(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil // deleted; the garbage collector removes its ReplicaSets
-	}
-	if err != nil {
-		return err
+	cached, err := controller.Lookup(key, c.dLister.Deployments)
+	if cached == nil || err != nil {
+		return err // nil when deleted: the garbage collector removes its ReplicaSets
 	}
 	d := cached.DeepCopy()
 

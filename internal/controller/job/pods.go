@@ -13,7 +13,6 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/cache"
 
 	"orch/internal/controller"
 )
@@ -162,22 +161,15 @@ func (c *Controller) patchPod(ctx context.Context, pod *corev1.Pod, metadata map
 // syncOrphan removes the tracking finalizer of a pod no running job
 // counts: its job is gone or finished, or it has no controller at all.
 func (c *Controller) syncOrphan(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	pod, err := c.pods.Pods(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	pod, err := controller.Lookup(key, c.pods.Pods)
+	if pod == nil || err != nil {
 		return err
 	}
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
 		if ref.Kind != jobKind.Kind || ref.APIVersion != jobKind.GroupVersion().String() {
 			return nil // someone else's pod
 		}
-		if job := c.resolveControllerRef(ns, ref); job != nil && (!managedHere(job) || !isFinished(job)) {
+		if job := c.resolveControllerRef(pod.Namespace, ref); job != nil && (!managedHere(job) || !isFinished(job)) {
 			return nil // its job counts it
 		}
 	}

@@ -21,7 +21,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
@@ -126,15 +125,8 @@ func (c *Controller) Start(ctx context.Context) error {
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	svc, err := c.services.Services(ns).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	svc, err := controller.Lookup(key, c.services.Services)
+	if svc == nil || err != nil {
 		return err
 	}
 	want, err := c.ingress(svc)
@@ -146,7 +138,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	svc = svc.DeepCopy()
 	svc.Status.LoadBalancer.Ingress = want
-	_, err = c.client.CoreV1().Services(ns).UpdateStatus(ctx, svc, metav1.UpdateOptions{FieldManager: Name})
+	_, err = c.client.CoreV1().Services(svc.Namespace).UpdateStatus(ctx, svc, metav1.UpdateOptions{FieldManager: Name})
 	if err == nil {
 		c.log.Info("load balancer ingress", "service", key, "ingress", len(want))
 	}
