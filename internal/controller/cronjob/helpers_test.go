@@ -54,20 +54,12 @@ func newCronJob(name, schedule string, policy batchv1.ConcurrencyPolicy) *batchv
 
 func (c *cluster) create(cj *batchv1.CronJob) *batchv1.CronJob {
 	c.t.Helper()
-	created, err := c.client.BatchV1().CronJobs("default").Create(bg, cj, metav1.CreateOptions{})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return created
+	return envtest.Create(c.t, c.client.BatchV1().CronJobs("default").Create, cj)
 }
 
 func (c *cluster) cronJob(name string) *batchv1.CronJob {
 	c.t.Helper()
-	cj, err := c.client.BatchV1().CronJobs("default").Get(bg, name, metav1.GetOptions{})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return cj
+	return envtest.Get(c.t, c.client.BatchV1().CronJobs("default").Get, name)
 }
 
 // jobNames returns the names of the jobs the cron job controls.

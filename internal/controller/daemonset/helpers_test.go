@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 
 	"orch/internal/controller"
@@ -56,11 +55,7 @@ func (c *cluster) addNode(n simnode.Node) {
 
 func (c *cluster) ds(name string) *appsv1.DaemonSet {
 	c.t.Helper()
-	ds, err := c.client.AppsV1().DaemonSets("default").Get(bg, name, metav1.GetOptions{})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return ds
+	return envtest.Get(c.t, c.client.AppsV1().DaemonSets("default").Get, name)
 }
 
 // pods returns the live (not terminating) pods labelled app=app.
@@ -104,34 +99,14 @@ func (c *cluster) runsOn(app string, nodes ...string) bool {
 
 func (c *cluster) updateNode(name string, mutate func(*corev1.Node)) {
 	c.t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := c.client.CoreV1().Nodes().Get(bg, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		mutate(n)
-		_, err = c.client.CoreV1().Nodes().Update(bg, n, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	nodes := c.client.CoreV1().Nodes()
+	envtest.Update(c.t, name, nodes.Get, nodes.Update, mutate)
 }
 
 func (c *cluster) updateDS(name string, mutate func(*appsv1.DaemonSet)) {
 	c.t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		ds, err := c.client.AppsV1().DaemonSets("default").Get(bg, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		mutate(ds)
-		_, err = c.client.AppsV1().DaemonSets("default").Update(bg, ds, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	dss := c.client.AppsV1().DaemonSets("default")
+	envtest.Update(c.t, name, dss.Get, dss.Update, mutate)
 }
 
 // events returns "Type Reason Message" of the events about DaemonSet name.
@@ -176,11 +151,7 @@ func newDS(name string, mutate func(*appsv1.DaemonSet)) *appsv1.DaemonSet {
 
 func (c *cluster) createDS(ds *appsv1.DaemonSet) *appsv1.DaemonSet {
 	c.t.Helper()
-	created, err := c.client.AppsV1().DaemonSets("default").Create(bg, ds, metav1.CreateOptions{})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return created
+	return envtest.Create(c.t, c.client.AppsV1().DaemonSets("default").Create, ds)
 }
 
 // statusIs reports whether ds's status has the numbers and has observed

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -54,20 +53,12 @@ func newJob(name string, completions *int32, parallelism int32) *batchv1.Job {
 
 func (c *cluster) create(job *batchv1.Job) *batchv1.Job {
 	c.t.Helper()
-	created, err := c.client.BatchV1().Jobs("default").Create(bg, job, metav1.CreateOptions{})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return created
+	return envtest.Create(c.t, c.client.BatchV1().Jobs("default").Create, job)
 }
 
 func (c *cluster) job(name string) *batchv1.Job {
 	c.t.Helper()
-	job, err := c.client.BatchV1().Jobs("default").Get(bg, name, metav1.GetOptions{})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	return job
+	return envtest.Get(c.t, c.client.BatchV1().Jobs("default").Get, name)
 }
 
 // pods returns the job's pods, sorted by name.
@@ -106,34 +97,14 @@ func (c *cluster) finish(pod corev1.Pod, phase corev1.PodPhase, exitCode int32, 
 
 func (c *cluster) setStatus(name string, change func(*corev1.PodStatus)) {
 	c.t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		pod, err := c.client.CoreV1().Pods("default").Get(bg, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(&pod.Status)
-		_, err = c.client.CoreV1().Pods("default").UpdateStatus(bg, pod, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	pods := c.client.CoreV1().Pods("default")
+	envtest.Update(c.t, name, pods.Get, pods.UpdateStatus, func(pod *corev1.Pod) { change(&pod.Status) })
 }
 
 func (c *cluster) updateJob(name string, change func(*batchv1.Job)) {
 	c.t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		job, err := c.client.BatchV1().Jobs("default").Get(bg, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(job)
-		_, err = c.client.BatchV1().Jobs("default").Update(bg, job, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	jobs := c.client.BatchV1().Jobs("default")
+	envtest.Update(c.t, name, jobs.Get, jobs.Update, change)
 }
 
 // events returns "Type Reason Message" of the events about the job.

@@ -8,7 +8,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -510,20 +509,10 @@ func TestReadoptsAndReleases(t *testing.T) {
 	job := c.create(newJob("claim", ptr.To[int32](4), 2))
 	envtest.EventuallyTrue(t, "2 pods", func() bool { return len(c.pods("claim")) == 2 })
 	name := c.pods("claim")[0].Name
+	pods := c.client.CoreV1().Pods("default")
 	update := func(change func(*corev1.Pod)) {
 		t.Helper()
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			pod, err := c.client.CoreV1().Pods("default").Get(bg, name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			change(pod)
-			_, err = c.client.CoreV1().Pods("default").Update(bg, pod, metav1.UpdateOptions{})
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		envtest.Update(t, name, pods.Get, pods.Update, change)
 	}
 	get := func() *corev1.Pod {
 		pod, err := c.client.CoreV1().Pods("default").Get(bg, name, metav1.GetOptions{})
