@@ -47,55 +47,49 @@ func Environment(pod *corev1.Pod, c *corev1.Container, node Node, podIPs []strin
 	}
 	serviceEnv := ServiceEnvironment(services, pod.Namespace, *pod.Spec.EnableServiceLinks)
 
-	configMaps := map[string]*corev1.ConfigMap{}
-	secrets := map[string]*corev1.Secret{}
-	getConfigMap := func(name string) (*corev1.ConfigMap, error) {
-		if cm, ok := configMaps[name]; ok {
-			return cm, nil
-		}
+	configMaps := cachedData(func(name string) (map[string]string, error) {
 		cm, err := src.ConfigMap(pod.Namespace, name)
 		if err != nil {
 			return nil, err
 		}
-		configMaps[name] = cm
-		return cm, nil
-	}
-	getSecret := func(name string) (*corev1.Secret, error) {
-		if s, ok := secrets[name]; ok {
-			return s, nil
-		}
+		return cm.Data, nil
+	})
+	secrets := cachedData(func(name string) (map[string]string, error) {
 		s, err := src.Secret(pod.Namespace, name)
 		if err != nil {
 			return nil, err
 		}
-		secrets[name] = s
-		return s, nil
-	}
+		data := make(map[string]string, len(s.Data))
+		for k, v := range s.Data {
+			data[k] = string(v)
+		}
+		return data, nil
+	})
 
 	env := map[string]string{}
 	for _, from := range c.EnvFrom {
 		switch {
 		case from.ConfigMapRef != nil:
-			cm, err := getConfigMap(from.ConfigMapRef.Name)
+			data, err := configMaps(from.ConfigMapRef.Name)
 			if err != nil {
 				if isNotFound(err) && isTrue(from.ConfigMapRef.Optional) {
 					continue
 				}
 				return nil, fmt.Errorf("configMap %s/%s for envFrom: %w", pod.Namespace, from.ConfigMapRef.Name, err)
 			}
-			for k, v := range cm.Data {
+			for k, v := range data {
 				env[from.Prefix+k] = v
 			}
 		case from.SecretRef != nil:
-			s, err := getSecret(from.SecretRef.Name)
+			data, err := secrets(from.SecretRef.Name)
 			if err != nil {
 				if isNotFound(err) && isTrue(from.SecretRef.Optional) {
 					continue
 				}
 				return nil, fmt.Errorf("secret %s/%s for envFrom: %w", pod.Namespace, from.SecretRef.Name, err)
 			}
-			for k, v := range s.Data {
-				env[from.Prefix+k] = string(v)
+			for k, v := range data {
+				env[from.Prefix+k] = v
 			}
 		}
 	}
@@ -115,40 +109,21 @@ func Environment(pod *corev1.Pod, c *corev1.Container, node Node, podIPs []strin
 			if value, err = ResourceFieldRefValue(pod, c, from.ResourceFieldRef, node.Allocatable); err != nil {
 				return nil, fmt.Errorf("env %s: %w", e.Name, err)
 			}
-		case from.ConfigMapKeyRef != nil:
-			ref := from.ConfigMapKeyRef
-			cm, err := getConfigMap(ref.Name)
-			if err != nil {
-				if isNotFound(err) && isTrue(ref.Optional) {
-					continue
-				}
-				return nil, fmt.Errorf("env %s: configMap %s/%s: %w", e.Name, pod.Namespace, ref.Name, err)
+		case from.ConfigMapKeyRef != nil, from.SecretKeyRef != nil:
+			get, kind, ref := configMaps, "ConfigMap", keyRef{}
+			if r := from.ConfigMapKeyRef; r != nil {
+				ref = keyRef{r.Name, r.Key, r.Optional}
+			} else {
+				r := from.SecretKeyRef
+				get, kind, ref = secrets, "Secret", keyRef{r.Name, r.Key, r.Optional}
 			}
-			v, ok := cm.Data[ref.Key]
+			var ok bool
+			if value, ok, err = keyValue(get, kind, pod.Namespace, ref); err != nil {
+				return nil, fmt.Errorf("env %s: %w", e.Name, err)
+			}
 			if !ok {
-				if isTrue(ref.Optional) {
-					continue
-				}
-				return nil, fmt.Errorf("env %s: couldn't find key %s in ConfigMap %s/%s", e.Name, ref.Key, pod.Namespace, ref.Name)
+				continue
 			}
-			value = v
-		case from.SecretKeyRef != nil:
-			ref := from.SecretKeyRef
-			s, err := getSecret(ref.Name)
-			if err != nil {
-				if isNotFound(err) && isTrue(ref.Optional) {
-					continue
-				}
-				return nil, fmt.Errorf("env %s: secret %s/%s: %w", e.Name, pod.Namespace, ref.Name, err)
-			}
-			v, ok := s.Data[ref.Key]
-			if !ok {
-				if isTrue(ref.Optional) {
-					continue
-				}
-				return nil, fmt.Errorf("env %s: couldn't find key %s in Secret %s/%s", e.Name, ref.Key, pod.Namespace, ref.Name)
-			}
-			value = string(v)
 		case from.FileKeyRef != nil:
 			return nil, fmt.Errorf("env %s: fileKeyRef: %w", e.Name, ErrUnsupported)
 		}
@@ -167,6 +142,47 @@ func Environment(pod *corev1.Pod, c *corev1.Container, node Node, podIPs []strin
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
+
+// cachedData wraps get, which returns the data of a ConfigMap or Secret by
+// name, so that each object is fetched once (failures are not kept).
+func cachedData(get func(name string) (map[string]string, error)) func(name string) (map[string]string, error) {
+	cache := map[string]map[string]string{}
+	return func(name string) (map[string]string, error) {
+		if data, ok := cache[name]; ok {
+			return data, nil
+		}
+		data, err := get(name)
+		if err != nil {
+			return nil, err
+		}
+		cache[name] = data
+		return data, nil
+	}
+}
+
+// keyRef is what a configMapKeyRef and a secretKeyRef have in common.
+type keyRef struct {
+	Name, Key string
+	Optional  *bool
+}
+
+// keyValue is the value of ref's key in the ConfigMap or Secret (kind) of
+// namespace whose data get returns. ok is false without an error when an
+// optional reference's object or key is missing: the variable is left out.
+func keyValue(get func(name string) (map[string]string, error), kind, namespace string, ref keyRef) (value string, ok bool, err error) {
+	data, err := get(ref.Name)
+	if err != nil {
+		if isNotFound(err) && isTrue(ref.Optional) {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("%s %s/%s: %w", strings.ToLower(kind[:1])+kind[1:], namespace, ref.Name, err)
+	}
+	value, ok = data[ref.Key]
+	if !ok && !isTrue(ref.Optional) {
+		return "", false, fmt.Errorf("couldn't find key %s in %s %s/%s", ref.Key, kind, namespace, ref.Name)
+	}
+	return value, ok, nil
+}
 
 // ServiceEnvironment are the docker-link style variables of the Services
 // a pod in namespace sees: the kubernetes Service of default always, and
