@@ -60,6 +60,9 @@ func (s *Server) healthChecks(ready bool) map[string]func(context.Context) error
 		checks[name] = fn
 	}
 	if ready {
+		for name, fn := range s.cfg.ReadyChecks {
+			checks[name] = fn
+		}
 		checks["informer-sync"] = func(context.Context) error {
 			s.mu.Lock()
 			defer s.mu.Unlock()

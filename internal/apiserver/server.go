@@ -36,8 +36,13 @@ type Config struct {
 	ServiceCIDR *net.IPNet
 	Version     version.Info
 	Log         *slog.Logger
-	// Checks are extra readiness checks (e.g. "etcd") shown on /readyz.
+	// Checks are extra health checks (e.g. "etcd") shown on /readyz,
+	// /livez and /healthz.
 	Checks map[string]func(ctx context.Context) error
+	// ReadyChecks are shown on /readyz only: what a server must have
+	// before it takes traffic, though it is alive without it (e.g. an
+	// etcd member that does not vote yet).
+	ReadyChecks map[string]func(ctx context.Context) error
 
 	// ServiceAccountKey signs service account tokens (RSA or ECDSA); nil
 	// leaves serviceaccounts/token, bearer tokens and issuer discovery off.

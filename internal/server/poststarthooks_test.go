@@ -139,4 +139,12 @@ func TestReadyzWaitsForBootstrap(t *testing.T) {
 	if code, _ := get("/readyz/poststarthook/no-such-hook"); code != http.StatusNotFound {
 		t.Errorf("/readyz/poststarthook/no-such-hook = %d, want 404", code)
 	}
+	// Whether the etcd member votes is readiness only: a learner catching
+	// up is alive.
+	if _, body := get("/readyz?verbose"); !strings.Contains(body, "[+]etcd-voter ok\n") {
+		t.Errorf("/readyz?verbose has no [+]etcd-voter ok:\n%s", body)
+	}
+	if _, body := get("/livez?verbose"); strings.Contains(body, "etcd-voter") || !strings.Contains(body, "[+]etcd ok\n") {
+		t.Errorf("/livez?verbose should list etcd and not etcd-voter:\n%s", body)
+	}
 }

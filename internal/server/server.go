@@ -108,7 +108,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Checks: addHookChecks(map[string]func(context.Context) error{"etcd": func(ctx context.Context) error {
 			_, err := store.CurrentRevision(ctx)
 			return err
-		}, "etcd-voter": etcdVoterCheck(etcd.Server())}, boot.hooks()...),
+		}}, boot.hooks()...),
+		ReadyChecks: map[string]func(context.Context) error{"etcd-voter": etcdVoterCheck(etcd.Server())},
 	})
 	if err != nil {
 		return err
