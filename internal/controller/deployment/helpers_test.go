@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -30,6 +31,8 @@ type cluster struct {
 	client kubernetes.Interface
 	config *rest.Config
 	ns     string
+	// cached are the ReplicaSets as the controller's informer sees them.
+	cached appslisters.ReplicaSetLister
 }
 
 func startCluster(t *testing.T, clk clock.WithTicker) *cluster {
@@ -37,7 +40,8 @@ func startCluster(t *testing.T, clk clock.WithTicker) *cluster {
 	env := controllertest.New(t, "default")
 	env.Context.Clock = clk
 	env.Start(t, New(env.Context), replicaset.New(env.Context))
-	return &cluster{t: t, client: env.Context.Client, config: env.Server.Config, ns: "default"}
+	return &cluster{t: t, client: env.Context.Client, config: env.Server.Config, ns: "default",
+		cached: env.Informers.Apps().V1().ReplicaSets().Lister()}
 }
 
 func newDeployment(name string, replicas int32, image string) *appsv1.Deployment {

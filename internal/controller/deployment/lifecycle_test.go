@@ -128,6 +128,12 @@ func TestAdoptsOrphanReplicaSet(t *testing.T) {
 	if _, err := c.client.AppsV1().ReplicaSets("default").Create(bg, rs, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The controller adopts what its cache holds: a Deployment it sees
+	// before the ReplicaSet gets a new one (as upstream's would).
+	c.eventually("web", "the handmade ReplicaSet in the controller's cache", func() (bool, error) {
+		_, err := c.cached.ReplicaSets("default").Get("handmade")
+		return err == nil, nil
+	})
 	created := c.create(d)
 	c.kubelet("web")
 	c.eventually("web", "adopted and complete", func() (bool, error) {
