@@ -5,7 +5,9 @@
 # checksums, installs orch from it as its README says, starts the server
 # (and its agent) as the unit says, joins an agent from another network
 # namespace (node2, 10.250.0.2), and runs the README's example on node2 and
-# a Service on the server's node that it reaches by name; then uninstalls.
+# a Service on the server's node that it reaches by name; then stops node2's
+# agent with a killall of its own data dir (the install's killall leaves
+# another orch alone) and uninstalls.
 # It prints "ok: ..." per check and ends with "SCENARIO PASSED".
 . "$(dirname "$0")/cleanroot.sh"
 
@@ -54,6 +56,10 @@ wait_for 90 "the web pod runs" kubectl wait --for=condition=Ready pod/web --time
 wait_for 60 "a pod on node2 reaches the Service on the other node by name" timeout 10 kubectl exec box -- wget -q -O /dev/null http://web/hostname
 
 step "uninstall"
+# node2's agent is another orch (its own data dir): the install's killall
+# leaves it alone, so it is stopped by a killall made for its data dir.
+sed "s|^DATA_DIR=.*|DATA_DIR='/var/lib/orch-node2'|" /usr/local/bin/orch-killall.sh >"$WORK/killall-node2.sh" &&
+	nsenter --net=/run/netns/node2 sh "$WORK/killall-node2.sh" >"$WORK/killall-node2.log" 2>&1 || fail "node2's killall exited $?"
 /usr/local/bin/orch-uninstall.sh >"$WORK/uninstall.log" 2>&1 || fail "orch-uninstall.sh exited $?"
 check "no orch, containerd, shim or container process left" no_runtime_procs
 check "no KUBE-/ORCH-/CNI- rules left" no_orch_rules
