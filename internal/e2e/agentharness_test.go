@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,12 +8,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"orch/internal/agent"
+	"orch/internal/envtest"
 	"orch/internal/kubelet/images"
 	"orch/internal/network"
 )
@@ -26,7 +25,7 @@ type Agent struct {
 	DataDir string
 	args    []string
 	cmd     *exec.Cmd
-	logs    *lockedBuffer
+	logs    *envtest.SyncBuffer
 	exited  chan error
 }
 
@@ -72,7 +71,7 @@ func startAgent(t testing.TB, name string, wrap, args []string) *Agent {
 	requireRuntime(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
 	writeBusyboxImage(t, dataDir)
-	a := &Agent{t: t, Name: name, DataDir: dataDir, logs: &lockedBuffer{},
+	a := &Agent{t: t, Name: name, DataDir: dataDir, logs: &envtest.SyncBuffer{},
 		args: append(append(slices.Clone(wrap), orchBin, "agent", "--data-dir", dataDir, "--node-name", name), args...)}
 	t.Cleanup(func() {
 		a.Stop()
@@ -205,22 +204,4 @@ func cleanUpRuntime(t testing.TB, dataDir string) {
 	}
 	os.RemoveAll(state)
 	exec.Command("ip", "link", "del", network.DefaultBridgeName).Run()
-}
-
-// lockedBuffer is a bytes.Buffer safe for a process's output and the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

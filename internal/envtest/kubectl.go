@@ -32,7 +32,7 @@ func Kubectl(t testing.TB, config *rest.Config, args ...string) (string, error) 
 	// One writer for stdout and stderr, safe for the two goroutines that
 	// copy exec's streams into it at once (a bare bytes.Buffer loses
 	// output when both ReadFrom into it together).
-	out := &syncBuffer{}
+	out := &SyncBuffer{}
 	cmd := kubectlcmd.NewKubectlCommand(kubectlcmd.KubectlOptions{
 		Arguments:   append([]string{"kubectl"}, args...),
 		ConfigFlags: configFlags(t, config),
@@ -44,19 +44,20 @@ func Kubectl(t testing.TB, config *rest.Config, args ...string) (string, error) 
 	return out.String(), err
 }
 
-// syncBuffer is a bytes.Buffer with a lock, and no ReadFrom.
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer with a lock (and no ReadFrom), safe for a
+// process's or a goroutine's output while the test reads it.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()

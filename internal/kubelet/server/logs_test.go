@@ -176,19 +176,6 @@ func (f *statusFake) ContainerStatus(ctx context.Context, id string, verbose boo
 	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{Id: id, State: state}}, nil
 }
 
-// syncBuffer is a bytes.Buffer safe to read while ReadLogs writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-func (b *syncBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.buf.String() }
-
 func TestReadLogsFollowsRotationAndEndsWhenTheContainerExits(t *testing.T) {
 	defer func(p, c time.Duration) { followPoll, runningCheckEvery = p, c }(followPoll, runningCheckEvery)
 	followPoll, runningCheckEvery = 5*time.Millisecond, 20*time.Millisecond
@@ -197,7 +184,7 @@ func TestReadLogsFollowsRotationAndEndsWhenTheContainerExits(t *testing.T) {
 	path := filepath.Join(dir, "0.log")
 	writeLog(t, path, criLog(base, "stdout F first"))
 	rt := &statusFake{running: true}
-	var out syncBuffer
+	var out envtest.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- ReadLogs(context.Background(), slog.New(slog.DiscardHandler), path, "c1", &LogOptions{Follow: true}, rt, &out, &out)
