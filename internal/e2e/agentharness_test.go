@@ -36,7 +36,7 @@ type Agent struct {
 // bridge) is removed.
 func StartAgent(t testing.TB, s *Server, name string, extra ...string) *Agent {
 	t.Helper()
-	args := []string{"--server", s.URL(), "--token", s.Token(), "--node-ip", "127.0.0.1", "--kubelet-port", strconv.Itoa(freePort(t))}
+	args := []string{"--server", s.URL(), "--token", s.Token(), "--node-ip", "127.0.0.1", "--kubelet-port", strconv.Itoa(envtest.FreePort(t))}
 	if !slices.Contains(extra, "--eviction-hard") {
 		args = append(args, testEvictionHard...)
 	}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"orch/internal/envtest"
 )
 
 // startTimeout bounds how long a server may take to answer /readyz and
@@ -98,9 +99,9 @@ func (s *Server) stopWhenDone(withAgent bool) {
 }
 
 func (s *Server) pickPorts() {
-	s.Port = freePort(s.t)
-	s.etcdPorts = [2]int{freePort(s.t), freePort(s.t)}
-	s.kubeletPort = freePort(s.t)
+	s.Port = envtest.FreePort(s.t)
+	s.etcdPorts = [2]int{envtest.FreePort(s.t), envtest.FreePort(s.t)}
+	s.kubeletPort = envtest.FreePort(s.t)
 }
 
 // URL is the apiserver's address.
@@ -350,17 +351,6 @@ func (s *Server) readyProblem() string {
 
 // defaultNamespaces exist in every cluster.
 var defaultNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
-
-// freePort is a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 // eventually polls cond until it returns "" or timeout passes, then fails
 // with the last thing cond reported.

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"orch/internal/envtest"
 	"orch/internal/kubelet/images"
 )
 
@@ -81,7 +82,7 @@ func TestKubectlStreaming(t *testing.T) {
 	})
 
 	t.Run("portForward", func(t *testing.T) {
-		port := freePort(t)
+		port := envtest.FreePort(t)
 		pf := s.StartKubectl(t, "port-forward", "pod/web", strconv.Itoa(port)+":8080")
 		pf.WaitFor(t, 30*time.Second, func(out string) string {
 			if !strings.Contains(out, "Forwarding from") {

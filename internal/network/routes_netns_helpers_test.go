@@ -1,7 +1,6 @@
 package network
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -175,24 +174,6 @@ func seenBy(t *testing.T, ns, addr string) (string, error) {
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	b, err := io.ReadAll(c)
 	return string(b), err
-}
-
-// syncBuffer is a log sink the routers write to from their goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // runRouterIn runs a Router for cfg in namespace ns (its Start on a thread

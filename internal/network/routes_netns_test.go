@@ -53,7 +53,7 @@ func testRoutesBetweenNodes(t *testing.T, backend string) {
 		routeNode("c", "10.42.3.0/24", internal("172.31.78.13")), // behind the world's router
 		routeNode("d", "10.42.4.0/24", internal("172.31.77.14")), // on the bridge, but not running
 	)
-	var logs syncBuffer
+	var logs envtest.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	t.Cleanup(func() { t.Logf("router logs:\n%s", logs.String()) })
 	cfg := func(name, ip string) RouteConfig {
