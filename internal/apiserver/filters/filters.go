@@ -13,15 +13,12 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"orch/internal/apiserver/authz"
 )
 
 // User is the authenticated identity of a request.
-type User struct {
-	Name   string
-	UID    string
-	Groups []string
-	Extra  map[string][]string
-}
+type User = authz.User
 
 // TokenAuthenticator checks a bearer token for the apiserver's audiences
 // and returns its user, or an error saying why it is refused.
