@@ -96,6 +96,11 @@ type Attributes struct {
 	Resource        string
 	Subresource     string
 	Name            string
+	// FieldSelector and LabelSelector are the selectors of a list, watch
+	// or deletecollection, as the request gave them (the Node authorizer
+	// lets a kubelet list only its own pods and Node).
+	FieldSelector string
+	LabelSelector string
 	// Path is the request path of a non-resource request.
 	Path string
 }
