@@ -77,7 +77,8 @@ func (a *Authorizer) visit(u *authz.User, namespace string, fn func(b *binding, 
 // ClusterRoleBindings, plus the RoleBindings of namespace unless it is "".
 // The error lists the roles that bindings of user refer to but that do
 // not exist; the rules found are returned all the same, since rules only
-// ever add permissions.
+// ever add permissions. The rules share their slices with the stored
+// roles: do not modify them.
 func (a *Authorizer) RulesFor(user authz.User, namespace string) ([]rbacv1.PolicyRule, error) {
 	return a.rulesFor(&user, namespace, registryResources)
 }
