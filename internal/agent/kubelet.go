@@ -62,12 +62,14 @@ func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kub
 		Addr:         fmt.Sprintf(":%d", c.KubeletPort),
 		TLS:          creds.ServingTLSConfig(),
 		TokenReviews: client.AuthenticationV1().TokenReviews(),
-		Runtime:      rt,
-		Containers:   server.NewCRIFinder(rt, workers.Pods),
-		Pods:         workers.Pods,
-		NodeName:     c.NodeName,
-		RootDir:      c.DataDir,
-		Log:          log.With("component", "kubelet-api"),
+		// The node's identity may create reviews (upstream's NodeRules).
+		SubjectAccessReviews: client.AuthorizationV1().SubjectAccessReviews(),
+		Runtime:              rt,
+		Containers:           server.NewCRIFinder(rt, workers.Pods),
+		Pods:                 workers.Pods,
+		NodeName:             c.NodeName,
+		RootDir:              c.DataDir,
+		Log:                  log.With("component", "kubelet-api"),
 	})
 	if err != nil {
 		return nil, err

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -18,10 +17,13 @@ type TokenReviewer interface {
 	Create(ctx context.Context, review *authenticationv1.TokenReview, opts metav1.CreateOptions) (*authenticationv1.TokenReview, error)
 }
 
-// user is an authenticated caller.
+// user is an authenticated caller; UID and Extra come from TokenReviews
+// and travel on to SubjectAccessReviews.
 type user struct {
 	Name   string
+	UID    string
 	Groups []string
+	Extra  map[string][]string
 }
 
 // How long TokenReview answers are kept, as upstream's kubelet keeps them
@@ -36,25 +38,18 @@ const (
 type authenticator struct {
 	reviews TokenReviewer
 	now     func() time.Time
-
-	mu    sync.Mutex
-	cache map[[32]byte]cachedReview
-}
-
-type cachedReview struct {
-	user    *user // nil: refused
-	expires time.Time
+	cache   *reviewCache[*user] // a nil user: refused
 }
 
 func newAuthenticator(reviews TokenReviewer, now func() time.Time) *authenticator {
-	return &authenticator{reviews: reviews, now: now, cache: map[[32]byte]cachedReview{}}
+	return &authenticator{reviews: reviews, now: now, cache: newReviewCache[*user](tokenCacheMax)}
 }
 
 type userKey struct{}
 
 // wrap answers 401 unless the request carries a client certificate the
 // TLS layer verified against the cluster CA or a token the apiserver
-// accepts. Every authenticated user may do everything (see the package doc).
+// accepts. What the user may do is the authorizer's business (authz.go).
 func (a *authenticator) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, ok := a.authenticate(r)
@@ -86,13 +81,9 @@ func (a *authenticator) authenticate(r *http.Request) (*user, bool) {
 func (a *authenticator) review(ctx context.Context, token string) (*user, bool) {
 	key := sha256.Sum256([]byte(token))
 	now := a.now()
-	a.mu.Lock()
-	if c, ok := a.cache[key]; ok && now.Before(c.expires) {
-		a.mu.Unlock()
-		return c.user, c.user != nil
+	if u, ok := a.cache.get(key, now); ok {
+		return u, u != nil
 	}
-	a.mu.Unlock()
-
 	ctx, cancel := context.WithTimeout(ctx, tokenReviewLimit)
 	defer cancel()
 	res, err := a.reviews.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
@@ -102,18 +93,16 @@ func (a *authenticator) review(ctx context.Context, token string) (*user, bool) 
 	var u *user
 	ttl := tokenRefusalTTL
 	if res.Status.Authenticated && res.Status.User.Username != "" {
-		u, ttl = &user{Name: res.Status.User.Username, Groups: res.Status.User.Groups}, tokenCacheTTL
-	}
-	a.mu.Lock()
-	if len(a.cache) >= tokenCacheMax {
-		for k, c := range a.cache {
-			if !now.Before(c.expires) || len(a.cache) >= tokenCacheMax {
-				delete(a.cache, k)
+		info := res.Status.User
+		u, ttl = &user{Name: info.Username, UID: info.UID, Groups: info.Groups}, tokenCacheTTL
+		for k, v := range info.Extra {
+			if u.Extra == nil {
+				u.Extra = map[string][]string{}
 			}
+			u.Extra[k] = append([]string(nil), v...)
 		}
 	}
-	a.cache[key] = cachedReview{user: u, expires: now.Add(ttl)}
-	a.mu.Unlock()
+	a.cache.put(key, u, now, ttl)
 	return u, u != nil
 }
 

@@ -29,6 +29,7 @@ import (
 	"orch/internal/kubelet/cri"
 	"orch/internal/kubelet/images"
 	"orch/internal/kubelet/server"
+	"orch/internal/kubelet/server/servertest"
 	"orch/internal/pki"
 )
 
@@ -220,8 +221,9 @@ func startKubelet(t *testing.T, rt *cri.Runtime) (*rest.Config, *pki.Bundle) {
 		t.Fatal(err)
 	}
 	srv, err := server.New(server.Config{
-		TLS:     &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: bundle.CAPool()},
-		Runtime: rt, Containers: server.NewCRIFinder(rt, nil), NodeName: "node-1", Log: containerdtest.Logger(t),
+		TLS:                  &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: bundle.CAPool()},
+		SubjectAccessReviews: &servertest.AllowAll{},
+		Runtime:              rt, Containers: server.NewCRIFinder(rt, nil), NodeName: "node-1", Log: containerdtest.Logger(t),
 	})
 	if err != nil {
 		t.Fatal(err)

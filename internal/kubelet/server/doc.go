@@ -15,9 +15,20 @@
 // bearer token the apiserver accepts in a TokenReview (cached for two
 // minutes); anything else gets 401.
 //
-// Authorization: upstream asks the apiserver with a SubjectAccessReview
-// (nodes/proxy, nodes/log, nodes/stats …). orch has no authorization
-// anywhere yet, so every authenticated user may use every endpoint.
+// Authorization is upstream's mode Webhook: every authenticated request is
+// put to the apiserver as a SubjectAccessReview (the caller's user, uid,
+// groups and extra) for a subresource of this node: verb from the method
+// (GET get, POST create, PUT update, PATCH patch, DELETE delete; any other
+// method an empty verb, as upstream), resource nodes, name the node, and
+// the subresource from the path: /stats stats, /metrics metrics, /logs
+// log, /checkpoint checkpoint; /pods (and /runningpods) pods, /healthz
+// healthz, /configz configz, /statusz statusz, each falling back to proxy
+// when refused (KubeletFineGrainedAuthz, GA since 1.36); everything else,
+// /exec, /attach, /portForward, /containerLogs and /run included, proxy.
+// A refusal is 403 "Forbidden (user=U, verb=V, resource=nodes,
+// subresource(s)=[…])"; a failed review is 500 and is not kept. Answers
+// are kept five minutes when allowed and thirty seconds when refused. A
+// server without a SubjectAccessReview client refuses every request.
 //
 // WebSocket clients (kubectl 1.30 on, when it talks to the kubelet
 // directly) are translated to SPDY towards the runtime, as upstream's

@@ -14,7 +14,8 @@ import (
 
 // The agent serves the kubelet API with the node's serving certificate
 // (join.Credentials.ServingTLSConfig), checks bearer tokens with
-// TokenReviews as the node, and finds containers by their CRI labels.
+// TokenReviews and authorizes requests with SubjectAccessReviews as the
+// node, and finds containers by their CRI labels.
 func Example() {
 	var (
 		ctx       context.Context
@@ -28,14 +29,15 @@ func Example() {
 		return // (the variables above are only sketched)
 	}
 	srv, err := server.New(server.Config{
-		TLS:          serving,
-		TokenReviews: clientset.AuthenticationV1().TokenReviews(),
-		Runtime:      rt,
-		Containers:   server.NewCRIFinder(rt, pods),
-		Pods:         pods,
-		NodeName:     "node-1",
-		RootDir:      "/var/lib/orch",
-		Log:          log,
+		TLS:                  serving,
+		TokenReviews:         clientset.AuthenticationV1().TokenReviews(),
+		SubjectAccessReviews: clientset.AuthorizationV1().SubjectAccessReviews(),
+		Runtime:              rt,
+		Containers:           server.NewCRIFinder(rt, pods),
+		Pods:                 pods,
+		NodeName:             "node-1",
+		RootDir:              "/var/lib/orch",
+		Log:                  log,
 	})
 	if err != nil {
 		panic(err)

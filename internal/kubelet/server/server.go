@@ -64,6 +64,10 @@ type Config struct {
 	// TokenReviews checks bearer tokens (a clientset's
 	// AuthenticationV1().TokenReviews()); nil refuses them.
 	TokenReviews TokenReviewer
+	// SubjectAccessReviews authorizes every authenticated request (a
+	// clientset's AuthorizationV1().SubjectAccessReviews(), which the
+	// node's identity may create); nil refuses every request with 403.
+	SubjectAccessReviews SubjectAccessReviewer
 	// Runtime is the CRI runtime.
 	Runtime Runtime
 	// Containers finds containers and sandboxes; NewCRIFinder is one.
@@ -71,7 +75,8 @@ type Config struct {
 	// Pods returns the pods bound to this node (for /pods, and to check
 	// that a pod and container exist). Nil means no check and an empty list.
 	Pods func() []*corev1.Pod
-	// NodeName names the node in /stats/summary.
+	// NodeName names the node in /stats/summary and in the
+	// SubjectAccessReviews (nodes/NAME).
 	NodeName string
 	// RootDir is the file system /stats/summary reports for the node
 	// (the agent's data dir); empty means "/".
@@ -85,6 +90,7 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	auth    *authenticator
+	authz   *authorizer
 	handler http.Handler
 	stats   *statsCollector
 	// checkPods is whether cfg.Pods was given to check pods against.
@@ -95,6 +101,9 @@ type Server struct {
 func New(cfg Config) (*Server, error) {
 	if cfg.Runtime == nil || cfg.Containers == nil {
 		return nil, errors.New("kubelet server: a runtime and a container finder are required")
+	}
+	if cfg.NodeName == "" {
+		return nil, errors.New("kubelet server: a node name is required (requests are authorized as nodes/NAME)")
 	}
 	if cfg.Addr == "" {
 		cfg.Addr = ":" + strconv.Itoa(DefaultPort)
@@ -109,13 +118,19 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, log: cfg.Log, auth: newAuthenticator(cfg.TokenReviews, time.Now), checkPods: checkPods}
+	if cfg.SubjectAccessReviews == nil {
+		cfg.Log.Warn("the kubelet API has no SubjectAccessReview client and will refuse every request")
+	}
+	s := &Server{cfg: cfg, log: cfg.Log, checkPods: checkPods,
+		auth:  newAuthenticator(cfg.TokenReviews, time.Now),
+		authz: newAuthorizer(cfg.SubjectAccessReviews, cfg.NodeName, time.Now, cfg.Log),
+	}
 	s.stats = newStatsCollector(cfg.Runtime, cfg.NodeName, cfg.RootDir, cfg.Pods, time.Now)
-	s.handler = s.auth.wrap(s.routes())
+	s.handler = s.auth.wrap(s.authz.wrap(s.routes()))
 	return s, nil
 }
 
-// Handler is the authenticated API, for tests and for callers that serve
+// Handler is the authenticated and authorized API, for tests and for callers that serve
 // it themselves. The request's TLS state must carry verified client
 // certificates for certificate authentication.
 func (s *Server) Handler() http.Handler { return s.handler }

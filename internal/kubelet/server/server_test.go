@@ -9,12 +9,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/httpstream"
@@ -26,6 +28,7 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"orch/internal/kubelet/server/servertest"
+	"orch/internal/pki"
 )
 
 // reviews accepts the token "good" as alice and counts the reviews.
@@ -82,6 +85,22 @@ func TestAuthentication(t *testing.T) {
 	get(t, httpClient(t, withToken("good")), k.URL+"/pods")
 	if rv.calls.Load() != before {
 		t.Errorf("an accepted token was reviewed again within the cache's lifetime")
+	}
+}
+
+// A client certificate's user is reviewed as its CN and O, for this node.
+func TestAuthorizationOfCertificates(t *testing.T) {
+	sars := &servertest.AllowAll{}
+	k := servertest.Start(t, servertest.Options{SubjectAccessReviews: sars})
+	if code, body := get(t, httpClient(t, k.Client), k.URL+"/stats/summary"); code != http.StatusOK {
+		t.Fatalf("/stats/summary answered %d %q", code, body)
+	}
+	want := authorizationv1.SubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "get", Version: "v1", Resource: "nodes", Subresource: "stats", Name: "node-1"},
+		User:               pki.AdminUser, Groups: []string{pki.AdminGroup},
+	}
+	if got := sars.Reviews(); len(got) != 1 || !reflect.DeepEqual(got[0], want) {
+		t.Errorf("reviews %+v, want one %+v", got, want)
 	}
 }
 

@@ -8,6 +8,9 @@
 // stdout; "fail CODE" prints "failing" on stderr and exits with CODE;
 // "tty" prints "tty WIDTHxHEIGHT" after the first resize. Attach prints
 // "attached", copies one line of stdin to stdout and ends. Port-forward echoes every port.
+//
+// Requests are authorized by Options.SubjectAccessReviews, by default an
+// AllowAll.
 package servertest
 
 import (
@@ -65,6 +68,8 @@ type Kubelet struct {
 type Options struct {
 	// TokenReviews checks bearer tokens; nil refuses them.
 	TokenReviews server.TokenReviewer
+	// SubjectAccessReviews authorizes requests; nil is an AllowAll.
+	SubjectAccessReviews server.SubjectAccessReviewer
 }
 
 // Start runs a kubelet API on 127.0.0.1 until the test ends.
@@ -82,8 +87,11 @@ func Start(t testing.TB, opts Options) *Kubelet {
 		t.Fatal(err)
 	}
 	tlsConfig := &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: bundle.CAPool(), MinVersion: tls.VersionTLS12}
+	if opts.SubjectAccessReviews == nil {
+		opts.SubjectAccessReviews = &AllowAll{}
+	}
 	srv, err := server.New(server.Config{
-		Addr: "127.0.0.1:0", TLS: tlsConfig, TokenReviews: opts.TokenReviews, Runtime: rt,
+		Addr: "127.0.0.1:0", TLS: tlsConfig, TokenReviews: opts.TokenReviews, SubjectAccessReviews: opts.SubjectAccessReviews, Runtime: rt,
 		Containers: server.NewCRIFinder(k.Fake, k.Pods), Pods: k.Pods, NodeName: "node-1",
 	})
 	if err != nil {
