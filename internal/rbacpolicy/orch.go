@@ -1,0 +1,58 @@
+package rbacpolicy
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+// orchLeaderLocking is the Role (and RoleBinding) of kube-system that lets
+// the controller manager hold ControllerManagerLease.
+const orchLeaderLocking = "system::leader-locking-orch-controller-manager"
+
+// orchClusterRoles are the ClusterRoles of orch's own identities.
+func orchClusterRoles() []rbacv1.ClusterRole {
+	return []rbacv1.ClusterRole{
+		clusterRole(DNSUser,
+			// The agent's cluster DNS answers from informers on Services
+			// and EndpointSlices (internal/dns).
+			verbs("list", "watch").groups(core).resources("services"),
+			verbs("list", "watch").groups(discovery).resources("endpointslices"),
+		),
+	}
+}
+
+func orchClusterRoleBindings() []rbacv1.ClusterRoleBinding {
+	return []rbacv1.ClusterRoleBinding{
+		clusterBinding(DNSUser, users(DNSUser)),
+		// The manifests directory is the administrator's: anything in it
+		// is applied.
+		namedClusterBinding(ManifestsUser, "cluster-admin", users(ManifestsUser)),
+		// logs, exec, port-forward and metrics through the apiserver.
+		namedClusterBinding(KubeletClientUser, "system:kubelet-api-admin", users(KubeletClientUser)),
+	}
+}
+
+// orchRoles: upstream's system::leader-locking-kube-controller-manager
+// already lets ControllerManagerUser write every lease of kube-system; this
+// Role states what orch's leader election needs by name, so that it stays
+// when a cluster narrows upstream's.
+func orchRoles() []rbacv1.Role {
+	return []rbacv1.Role{
+		role(ControllerNamespace, orchLeaderLocking,
+			verbs("create").groups(coordination).resources("leases"),
+			verbs("get", "update").groups(coordination).resources("leases").names(ControllerManagerLease),
+		),
+	}
+}
+
+func orchRoleBindings() []rbacv1.RoleBinding {
+	return []rbacv1.RoleBinding{
+		roleBinding(ControllerNamespace, orchLeaderLocking, orchLeaderLocking, users(ControllerManagerUser)),
+	}
+}
+
+// namedClusterBinding binds ClusterRole roleName under its own name.
+func namedClusterBinding(name, roleName string, subjects []rbacv1.Subject) rbacv1.ClusterRoleBinding {
+	b := clusterBinding(name, subjects)
+	b.RoleRef.Name = roleName
+	return b
+}
