@@ -7,10 +7,14 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"orch/internal/apiserver/admission/noderestriction"
 )
 
 // admitCreate runs the built-in admission steps for a new object: namespace
@@ -18,6 +22,13 @@ import (
 // pods the service account, default tolerations and priority.
 func (s *Server) admitCreate(ctx context.Context, rs *resourceStore, obj runtime.Object, dryRun bool) error {
 	if err := s.checkNamespace(ctx, rs, obj); err != nil {
+		return err
+	}
+	if err := s.checkRBACEscalation(ctx, obj); err != nil {
+		return err
+	}
+	meta := mustAccessor(obj)
+	if err := s.admitNode(ctx, noderestriction.Create, rs, "", meta.GetNamespace(), meta.GetName(), obj, nil); err != nil {
 		return err
 	}
 	switch o := obj.(type) {
@@ -104,8 +115,19 @@ func addDefaultTolerations(pod *corev1.Pod) {
 	}
 }
 
-// admitUpdate allocates what an updated service newly needs.
-func (s *Server) admitUpdate(ctx context.Context, rs *resourceStore, obj, old runtime.Object, dryRun bool) error {
+// admitUpdate runs NodeRestriction, checks that an RBAC object's writer
+// does not escalate its rights (unless the update only touches what the garbage collector
+// writes), and allocates what an updated service newly needs.
+func (s *Server) admitUpdate(ctx context.Context, rs *resourceStore, subresource string, obj, old runtime.Object, dryRun bool) error {
+	meta := mustAccessor(obj)
+	if err := s.admitNode(ctx, noderestriction.Update, rs, subresource, meta.GetNamespace(), meta.GetName(), obj, old); err != nil {
+		return err
+	}
+	if rs.gvk.Group == rbacv1.GroupName && !onlyGCFieldsChanged(obj, old) {
+		if err := s.checkRBACEscalation(ctx, obj); err != nil {
+			return err
+		}
+	}
 	if svc, ok := obj.(*corev1.Service); ok {
 		return s.allocateService(ctx, rs, svc, old.(*corev1.Service), dryRun)
 	}
@@ -237,4 +259,20 @@ func asInvalid(rs *resourceStore, name string, err error) error {
 		return apierrors.NewInvalid(rs.gvk.GroupKind(), name, field.ErrorList{fe})
 	}
 	return err
+}
+
+// onlyGCFieldsChanged is true when obj differs from old in nothing but
+// owner references, finalizers and the fields the server keeps, as
+// upstream's RBAC storage lets such updates skip the escalation check.
+func onlyGCFieldsChanged(obj, old runtime.Object) bool {
+	a, b := obj.DeepCopyObject(), old.DeepCopyObject()
+	for _, o := range []runtime.Object{a, b} {
+		m := mustAccessor(o)
+		m.SetOwnerReferences(nil)
+		m.SetFinalizers(nil)
+		m.SetResourceVersion("")
+		m.SetManagedFields(nil)
+		m.SetGeneration(0)
+	}
+	return apiequality.Semantic.DeepEqual(a, b)
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"orch/internal/apiserver/admission/noderestriction"
 	"orch/internal/storage"
 )
 
@@ -77,6 +78,9 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, namespace,
 			return nil, false, err
 		}
 		if err := checkPreconditions(rs, old, opts.Preconditions); err != nil {
+			return nil, false, err
+		}
+		if err := s.admitNode(ctx, noderestriction.Delete, rs, "", namespace, name, old, old); err != nil {
 			return nil, false, err
 		}
 		obj, deleted, err := s.deleteOnce(ctx, rs, old, opts)

@@ -69,7 +69,12 @@ func (s *Server) healthChecks(ready bool) map[string]func(context.Context) error
 			if !s.started {
 				return fmt.Errorf("watch caches not started")
 			}
-			return nil
+			select {
+			case <-s.authzSynced:
+				return nil
+			default:
+				return fmt.Errorf("the authorizers do not have the roles, bindings and pods yet")
+			}
 		}
 	}
 	return checks

@@ -21,7 +21,7 @@ type virtualResource struct {
 	namespaced     bool
 	// verbs are what discovery lists; nil means create only.
 	verbs  metav1.Verbs
-	create func(w http.ResponseWriter, r *http.Request)
+	create func(w http.ResponseWriter, r *http.Request, info requestInfo)
 	// read answers get and list.
 	read func(w http.ResponseWriter, r *http.Request, info requestInfo)
 }
@@ -45,6 +45,7 @@ func (s *Server) addVirtualResources() {
 		{gvr: gv.WithResource("selfsubjectreviews"), kind: "SelfSubjectReview", singular: "selfsubjectreview", create: s.selfSubjectReview},
 		{gvr: gv.WithResource("tokenreviews"), kind: "TokenReview", singular: "tokenreview", create: s.tokenReview},
 	}
+	virtual = append(virtual, s.accessReviewResources()...)
 	if s.cfg.KubeletClient != nil && s.cfg.KubeletClient.TLS != nil {
 		virtual = append(virtual, s.metricsResources()...)
 	}
@@ -74,14 +75,14 @@ func (s *Server) serveVirtual(w http.ResponseWriter, r *http.Request, info reque
 	case v.create == nil || info.Verb != "create" || info.Name != "":
 		s.respondError(w, r, apierrors.NewMethodNotSupported(gr, info.Verb), gr, info.Name)
 	default:
-		v.create(w, r)
+		v.create(w, r, info)
 	}
 }
 
 // tokenReview is upstream's TokenReview: the token is checked as a bearer
 // token would be, for the audiences the review names (the apiserver's by
 // default); nothing is stored.
-func (s *Server) tokenReview(w http.ResponseWriter, r *http.Request) {
+func (s *Server) tokenReview(w http.ResponseWriter, r *http.Request, _ requestInfo) {
 	gr := authenticationv1.SchemeGroupVersion.WithResource("tokenreviews").GroupResource()
 	review := &authenticationv1.TokenReview{}
 	data, err := readBody(r)
@@ -130,7 +131,7 @@ func (s *Server) reviewToken(ctx context.Context, review *authenticationv1.Token
 
 // selfSubjectReview is upstream's SelfSubjectReview (kubectl auth whoami):
 // the request's own user.
-func (s *Server) selfSubjectReview(w http.ResponseWriter, r *http.Request) {
+func (s *Server) selfSubjectReview(w http.ResponseWriter, r *http.Request, _ requestInfo) {
 	gr := authenticationv1.SchemeGroupVersion.WithResource("selfsubjectreviews").GroupResource()
 	data, err := readBody(r)
 	if err == nil {

@@ -24,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 
+	"orch/internal/apiserver/authz"
+	"orch/internal/apiserver/filters"
 	"orch/internal/apiserver/registry"
 	"orch/internal/apiserver/satoken"
 	"orch/internal/storage"
@@ -84,9 +86,13 @@ type Server struct {
 	tokens    *tokens // nil without a service account key
 	virtual   map[schema.GroupVersionResource]*virtualResource
 	scraper   *metricsScraper // nil without a kubelet client
+	authz     *authorizers
 
 	mu      sync.Mutex
 	started bool
+	// authzSynced is closed once the authorizers have what the caches held
+	// at start.
+	authzSynced chan struct{}
 }
 
 // apiGroup is one group version and its resources, in discovery order.
@@ -99,7 +105,8 @@ type apiGroup struct {
 // New builds the server over cfg.Storage.
 func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Log, codecs: newCodecs(newScheme()),
-		resources: map[schema.GroupVersionResource]*resourceStore{}, metrics: newMetrics()}
+		resources: map[schema.GroupVersionResource]*resourceStore{}, metrics: newMetrics(),
+		authz: newAuthorizers(), authzSynced: make(chan struct{})}
 	if cfg.ServiceCIDR == nil {
 		return nil, fmt.Errorf("apiserver: a service CIDR is required")
 	}
@@ -149,17 +156,44 @@ func (s *Server) addResource(res registry.Resource) error {
 	return nil
 }
 
+// AuthorizersSynced is closed once the Node and RBAC authorizers hold what
+// the watch caches held at start: before it, only system:masters is
+// authorized (/readyz's informer-sync check waits for it too).
+func (s *Server) AuthorizersSynced() <-chan struct{} { return s.authzSynced }
+
 // storedApart is true for resources whose plural name is used by two groups
 // (events in core and events.k8s.io): the non-core one gets its own prefix.
 func storedApart(res registry.Resource) bool { return res.Resource == "events" }
 
-// Start runs the watch caches until ctx ends.
+// Start runs the watch caches, and the authorizers' feeds from them, until
+// ctx ends.
 func (s *Server) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, rs := range s.resources {
 		wg.Add(1)
 		go func() { defer wg.Done(); rs.cache.Start(ctx) }()
 	}
+	var synced []chan struct{}
+	for gvr, to := range s.authorizerFeeds() {
+		rs, ok := s.resources[gvr]
+		if !ok {
+			continue
+		}
+		done := make(chan struct{})
+		synced = append(synced, done)
+		wg.Add(1)
+		go func() { defer wg.Done(); feed(ctx, rs, to, done) }()
+	}
+	go func() {
+		for _, c := range synced {
+			select {
+			case <-c:
+			case <-ctx.Done():
+				return
+			}
+		}
+		close(s.authzSynced)
+	}()
 	s.mu.Lock()
 	s.started = true
 	s.mu.Unlock()
@@ -167,8 +201,28 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// ServeHTTP routes a request that has passed authentication.
+// ServeHTTP authorizes and routes a request that has passed
+// authentication.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	info, isResource, err := parseResourcePath(r)
+	if err != nil {
+		s.respondError(w, r, badRequest("%v", err), schema.GroupResource{}, "")
+		return
+	}
+	user, ok := filters.UserFrom(r.Context())
+	if !ok {
+		user = authz.User{Name: authz.Anonymous, Groups: []string{authz.UnauthenticatedGroup}}
+	}
+	if acting, impersonated, err := s.impersonate(r.Context(), r, user); err != nil {
+		s.respondError(w, r, err, schema.GroupResource{}, "")
+		return
+	} else if impersonated {
+		user = acting
+		r = r.WithContext(filters.WithUser(r.Context(), user))
+	}
+	if !s.authorize(w, r, requestAttributes(r, user, info, isResource)) {
+		return
+	}
 	path := r.URL.Path
 	switch {
 	case path == "/healthz" || path == "/livez" || path == "/readyz" ||
@@ -183,16 +237,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case path == satoken.OpenIDConfigPath || path == satoken.JWKSPath:
 		s.serveIssuerDiscovery(w, r)
 	default:
-		s.serveAPI(w, r)
+		s.serveAPI(w, r, info, isResource)
 	}
 }
 
-func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
-	info, isResource, err := parseResourcePath(r)
-	if err != nil {
-		s.respondError(w, r, badRequest("%v", err), schema.GroupResource{}, "")
-		return
-	}
+func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, info requestInfo, isResource bool) {
 	if !isResource {
 		s.serveDiscovery(w, r)
 		return

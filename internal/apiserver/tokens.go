@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"orch/internal/apiserver/admission/noderestriction"
 	"orch/internal/apiserver/filters"
 	"orch/internal/apiserver/satoken"
 )
@@ -130,6 +131,9 @@ func (s *Server) issueToken(r *http.Request, info requestInfo, rs *resourceStore
 	}
 	req := &authenticationv1.TokenRequest{}
 	if err := s.decodeInto(r, data, req); err != nil {
+		return nil, err
+	}
+	if err := s.admitNode(ctx, noderestriction.Create, rs, "token", info.Namespace, info.Name, req, nil); err != nil {
 		return nil, err
 	}
 	if req.Spec.ExpirationSeconds == nil {

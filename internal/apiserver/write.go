@@ -280,7 +280,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 	if errs := validateObject(rs, obj, old, subresource); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(rs.gvk.GroupKind(), accessor.GetName(), errs)
 	}
-	if err := s.admitUpdate(ctx, rs, obj, old, wr.dryRun); err != nil {
+	if err := s.admitUpdate(ctx, rs, subresource, obj, old, wr.dryRun); err != nil {
 		return nil, err
 	}
 	managed := obj

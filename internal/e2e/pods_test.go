@@ -29,10 +29,18 @@ import (
 func TestServerRunsPods(t *testing.T) {
 	s := StartServerWithAgent(t)
 	client := s.client(t)
-	node := waitNodeReady(t, client, "e2e-server")
-	if node.Labels["node-role.kubernetes.io/control-plane"] != "true" {
-		t.Errorf("labels = %v, want node-role.kubernetes.io/control-plane=true", node.Labels)
-	}
+	waitNodeReady(t, client, "e2e-server")
+	// The server labels its own Node (a kubelet may not set role labels).
+	eventually(t, time.Minute, func() string {
+		n, err := client.CoreV1().Nodes().Get(context.Background(), "e2e-server", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if n.Labels["node-role.kubernetes.io/control-plane"] != "true" {
+			return fmt.Sprintf("labels = %v, want node-role.kubernetes.io/control-plane=true", n.Labels)
+		}
+		return ""
+	})
 
 	s.Kubectl(t, "run", "box", "--image="+images.BusyboxRef, "--image-pull-policy=Never", "--command", "--",
 		"sh", "-c", "trap 'exit 0' TERM; echo hello from box; sleep 3600 & wait")

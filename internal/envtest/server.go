@@ -13,11 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"orch/internal/apiserver"
+	"orch/internal/apiserver/authz"
 	"orch/internal/apiserver/filters"
 	"orch/internal/apiserver/registry/all"
+	"orch/internal/rbacpolicy"
 	"orch/internal/storage"
 	"orch/internal/version"
 )
@@ -47,6 +50,10 @@ type Options struct {
 	// KubeletTLS lets the apiserver reach (test) kubelets: it trusts their
 	// serving certificates and presents a client certificate.
 	KubeletTLS *tls.Config
+	// RBAC creates the bootstrap RBAC policy (as `orch server` does at
+	// start), for tests that act as users other than the admin (through
+	// bearer tokens, or impersonation: ConfigAs).
+	RBAC bool
 }
 
 // Start runs etcd and the apiserver until the test ends.
@@ -96,7 +103,37 @@ func StartWith(t testing.TB, opts Options) *Server {
 		<-done
 	})
 	cfg := &rest.Config{Host: srv.URL, QPS: -1, Timeout: 30 * time.Second}
-	return &Server{URL: srv.URL, Config: cfg, Etcd: etcd, Store: store, API: api, ServiceAccountKey: key}
+	s := &Server{URL: srv.URL, Config: cfg, Etcd: etcd, Store: store, API: api, ServiceAccountKey: key}
+	select {
+	case <-api.AuthorizersSynced():
+	case <-time.After(30 * time.Second):
+		t.Fatal("envtest: the apiserver's authorizers did not sync in 30s")
+	}
+	if opts.RBAC {
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rbacpolicy.Reconcile(context.Background(), client); err != nil {
+			t.Fatalf("envtest: the bootstrap RBAC policy: %v", err)
+		}
+		// The authorizers follow the watch caches: wait until they see the
+		// policy (system:discovery lets any authenticated user read /api).
+		probe := authz.Attributes{User: authz.User{Name: "probe", Groups: []string{authz.AuthenticatedGroup}}, Verb: "get", Path: "/api"}
+		EventuallyTrue(t, "the authorizer to have the bootstrap policy", func() bool {
+			d, _, _ := api.Authorizer().Authorize(context.Background(), probe)
+			return d == authz.Allow
+		})
+	}
+	return s
+}
+
+// ConfigAs is a client configuration that acts as user in groups (the
+// admin impersonates it, as kubectl --as does), for authorization tests.
+func (s *Server) ConfigAs(user string, groups ...string) *rest.Config {
+	c := rest.CopyConfig(s.Config)
+	c.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	return c
 }
 
 var (

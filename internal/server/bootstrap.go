@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"time"
@@ -12,12 +13,14 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"orch/internal/controller/clusterdns"
 	"orch/internal/pki"
+	"orch/internal/rbacpolicy"
 )
 
 // defaultNamespaces exist in every cluster.
@@ -26,7 +29,8 @@ var defaultNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem
 // systemPriorityClasses exist in every cluster, with upstream's values.
 var systemPriorityClasses = map[string]int32{"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
 
-// bootstrap keeps the objects every cluster has: the default namespaces and
+// bootstrap keeps the objects every cluster has: the default namespaces, the
+// bootstrap RBAC policy (reconciled once per start, as upstream), and
 // the default/kubernetes Service with Endpoints and an EndpointSlice pointing
 // at every running server (see apiserverleases.go). It reconciles every 10 seconds, through the API.
 // Its hooks are done once the namespaces, the priority classes and the
@@ -38,7 +42,7 @@ type bootstrap struct {
 
 	// namespaces, priorityClasses and services are named after upstream's
 	// post-start hooks that make the same objects.
-	namespaces, priorityClasses, services postStartHook
+	namespaces, priorityClasses, services, rbac postStartHook
 }
 
 // newBootstrap returns the bootstrap of the server p; rest is its loopback client config.
@@ -47,12 +51,13 @@ func newBootstrap(p parsed, rest *rest.Config, log *slog.Logger) *bootstrap {
 	b.namespaces.name = "start-system-namespaces-controller"
 	b.priorityClasses.name = "scheduling/bootstrap-system-priority-classes"
 	b.services.name = "bootstrap-controller"
+	b.rbac.name = "rbac/bootstrap-roles"
 	return b
 }
 
 // hooks are the start-up tasks /readyz waits for.
 func (b *bootstrap) hooks() []*postStartHook {
-	return []*postStartHook{&b.namespaces, &b.priorityClasses, &b.services}
+	return []*postStartHook{&b.namespaces, &b.priorityClasses, &b.services, &b.rbac}
 }
 
 func (b *bootstrap) Start(ctx context.Context) error {
@@ -84,6 +89,14 @@ func (b *bootstrap) reconcile(ctx context.Context, client kubernetes.Interface) 
 		}
 	}
 	b.namespaces.finish()
+	if !b.rbac.done.Load() {
+		// As upstream: the default roles and bindings are made or repaired
+		// at every start; a user's later edits stay until the next one.
+		if err := rbacpolicy.Reconcile(ctx, client); err != nil {
+			return fmt.Errorf("the bootstrap RBAC policy: %w", err)
+		}
+		b.rbac.finish()
+	}
 	for name, value := range systemPriorityClasses {
 		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value,
 			Description: "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."}
@@ -109,7 +122,40 @@ func (b *bootstrap) reconcile(ctx context.Context, client kubernetes.Interface) 
 	if err := b.ensureEndpoints(ctx, client, ips); err != nil {
 		return err
 	}
-	return b.ensureEndpointSlice(ctx, client, ips)
+	if err := b.ensureEndpointSlice(ctx, client, ips); err != nil {
+		return err
+	}
+	return b.ensureRoleLabels(ctx, client)
+}
+
+// ensureRoleLabels puts the control-plane role labels on this server's own
+// Node once its agent has registered it (not at all with --disable-agent).
+func (b *bootstrap) ensureRoleLabels(ctx context.Context, client kubernetes.Interface) error {
+	if b.cfg.DisableAgent {
+		return nil
+	}
+	node, err := client.CoreV1().Nodes().Get(ctx, b.cfg.nodeName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	missing := map[string]string{}
+	for k, v := range roleLabels {
+		if node.Labels[k] != v {
+			missing[k] = v
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": missing}})
+	if err != nil {
+		return err
+	}
+	_, err = client.CoreV1().Nodes().Patch(ctx, node.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: "orch-bootstrap"})
+	return err
 }
 
 func (b *bootstrap) ensureService(ctx context.Context, client kubernetes.Interface) error {

@@ -5,7 +5,6 @@ package server
 
 import (
 	"fmt"
-	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -60,14 +59,16 @@ type Config struct {
 }
 
 // agentConfig is the server's own agent: it joins through loopback url
-// with token, and its Node carries the control-plane role labels.
+// with token. Its Node's control-plane role labels come from the server
+// (bootstrap.go), since NodeRestriction forbids a kubelet to set them.
 func (p parsed) agentConfig(url, token string) agent.Config {
 	a := p.Agent
 	a.Server, a.Token, a.TokenFile, a.DataDir, a.NodeIPs = url, token, "", p.DataDir, p.Config.NodeIPs
-	a.Labels = map[string]string{"node-role.kubernetes.io/control-plane": "true", "node-role.kubernetes.io/master": "true"}
-	maps.Copy(a.Labels, p.Agent.Labels)
 	return a
 }
+
+// roleLabels are the labels a server's own Node carries.
+var roleLabels = map[string]string{"node-role.kubernetes.io/control-plane": "true", "node-role.kubernetes.io/master": "true"}
 
 // paths under the data directory.
 func (c Config) serverDir() string   { return filepath.Join(c.DataDir, "server") }

@@ -5,8 +5,12 @@ import (
 	"os"
 	"path/filepath"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"orch/internal/apiserver/authz"
 	"orch/internal/controller"
 	"orch/internal/controller/clusterdns"
+	"orch/internal/controller/clusterroleaggregation"
 	"orch/internal/controller/cronjob"
 	"orch/internal/controller/daemonset"
 	"orch/internal/controller/deployment"
@@ -29,52 +33,78 @@ import (
 	"orch/internal/controller/statefulset"
 	"orch/internal/controller/ttlafterfinished"
 	"orch/internal/pki"
+	"orch/internal/rbacpolicy"
 	"orch/internal/run"
 	"orch/internal/scheduler"
 )
 
-// controllers builds the scheduler and every controller `orch server` runs.
-func controllers(p parsed) func(ctx controller.Context) ([]run.Named, error) {
-	return func(ctx controller.Context) ([]run.Named, error) {
-		ipam, err := nodeipam.New(ctx, p.clusterCIDR, nodeCIDRMaskSize)
-		if err != nil {
-			return nil, err
-		}
-		lifecycle, err := nodelifecycle.New(ctx)
-		if err != nil {
-			return nil, err
-		}
+// controllers builds the scheduler and every controller `orch server`
+// runs, each acting as its own identity (as(user, groups...) gives a
+// Context whose clients authenticate as that user): the scheduler as
+// system:kube-scheduler, each controller as its kube-system service account
+// of the bootstrap policy (rbacpolicy.ControllerServiceAccounts).
+func controllers(p parsed) buildFunc {
+	return func(ctx controller.Context, as asFunc) ([]run.Named, error) {
 		caPath := filepath.Join(p.tlsDir(), pki.CACertFile)
 		rootCA, err := os.ReadFile(caPath)
 		if err != nil {
 			return nil, fmt.Errorf("read the cluster CA for kube-root-ca.crt: %w", err)
 		}
-		return []run.Named{
-			{Name: "scheduler", Runnable: scheduler.New(scheduler.Config{Client: ctx.Client, Informers: ctx.Informers,
-				Recorder: ctx.Recorder(scheduler.Name), Log: ctx.Log, Clock: ctx.Clock})},
-			{Name: "nodelifecycle", Runnable: lifecycle},
-			{Name: "podgc", Runnable: podgc.New(ctx)},
-			{Name: "replicaset", Runnable: replicaset.New(ctx)},
-			{Name: "deployment", Runnable: deployment.New(ctx)},
-			{Name: "statefulset", Runnable: statefulset.New(ctx)},
-			{Name: "daemonset", Runnable: daemonset.New(ctx)},
-			{Name: "job", Runnable: job.New(ctx)},
-			{Name: "cronjob", Runnable: cronjob.New(ctx)},
-			{Name: "garbagecollector", Runnable: garbagecollector.New(ctx)},
-			{Name: "namespace", Runnable: namespace.New(ctx)},
-			{Name: "serviceaccount", Runnable: serviceaccount.New(ctx)},
-			{Name: rootcacertpublisher.Name, Runnable: rootcacertpublisher.New(ctx, rootCA)},
-			{Name: "resourcequota", Runnable: resourcequota.New(ctx)},
-			{Name: "ttlafterfinished", Runnable: ttlafterfinished.New(ctx)},
-			{Name: "nodeipam", Runnable: ipam},
-			{Name: "endpointslice", Runnable: endpointslice.New(ctx)},
-			{Name: "endpoints", Runnable: endpoints.New(ctx)},
-			{Name: "disruption", Runnable: disruption.New(ctx)},
-			{Name: "pvbinder", Runnable: pvbinder.New(ctx)},
-			{Name: nodepassword.Name, Runnable: nodepassword.New(ctx)},
-			{Name: clusterdns.Name, Runnable: clusterdns.New(ctx)},
-			{Name: servicelb.Name, Runnable: servicelb.New(ctx)},
-		}, nil
+		simple := func(build func(controller.Context) run.Runnable) func(controller.Context) (run.Runnable, error) {
+			return func(c controller.Context) (run.Runnable, error) { return build(c), nil }
+		}
+		specs := []struct {
+			name string
+			new  func(controller.Context) (run.Runnable, error)
+		}{
+			{"nodelifecycle", func(c controller.Context) (run.Runnable, error) { return nodelifecycle.New(c) }},
+			{"podgc", simple(func(c controller.Context) run.Runnable { return podgc.New(c) })},
+			{"replicaset", simple(func(c controller.Context) run.Runnable { return replicaset.New(c) })},
+			{"deployment", simple(func(c controller.Context) run.Runnable { return deployment.New(c) })},
+			{"statefulset", simple(func(c controller.Context) run.Runnable { return statefulset.New(c) })},
+			{"daemonset", simple(func(c controller.Context) run.Runnable { return daemonset.New(c) })},
+			{"job", simple(func(c controller.Context) run.Runnable { return job.New(c) })},
+			{"cronjob", simple(func(c controller.Context) run.Runnable { return cronjob.New(c) })},
+			{"garbagecollector", simple(func(c controller.Context) run.Runnable { return garbagecollector.New(c) })},
+			{"namespace", simple(func(c controller.Context) run.Runnable { return namespace.New(c) })},
+			{"serviceaccount", simple(func(c controller.Context) run.Runnable { return serviceaccount.New(c) })},
+			{rootcacertpublisher.Name, simple(func(c controller.Context) run.Runnable { return rootcacertpublisher.New(c, rootCA) })},
+			{"resourcequota", simple(func(c controller.Context) run.Runnable { return resourcequota.New(c) })},
+			{"ttlafterfinished", simple(func(c controller.Context) run.Runnable { return ttlafterfinished.New(c) })},
+			{"nodeipam", func(c controller.Context) (run.Runnable, error) {
+				return nodeipam.New(c, p.clusterCIDR, nodeCIDRMaskSize)
+			}},
+			{"endpointslice", simple(func(c controller.Context) run.Runnable { return endpointslice.New(c) })},
+			{"endpoints", simple(func(c controller.Context) run.Runnable { return endpoints.New(c) })},
+			{"disruption", simple(func(c controller.Context) run.Runnable { return disruption.New(c) })},
+			{"pvbinder", simple(func(c controller.Context) run.Runnable { return pvbinder.New(c) })},
+			{clusterroleaggregation.Name, simple(func(c controller.Context) run.Runnable { return clusterroleaggregation.New(c) })},
+			{nodepassword.Name, simple(func(c controller.Context) run.Runnable { return nodepassword.New(c) })},
+			{clusterdns.Name, simple(func(c controller.Context) run.Runnable { return clusterdns.New(c) })},
+			{servicelb.Name, simple(func(c controller.Context) run.Runnable { return servicelb.New(c) })},
+		}
+		schedCtx, err := as(rbacpolicy.SchedulerUser)
+		if err != nil {
+			return nil, err
+		}
+		out := []run.Named{{Name: "scheduler", Runnable: scheduler.New(scheduler.Config{Client: schedCtx.Client, Informers: ctx.Informers,
+			Recorder: ctx.Recorder(scheduler.Name), Log: ctx.Log, Clock: ctx.Clock})}}
+		for _, spec := range specs {
+			sa, ok := rbacpolicy.ControllerServiceAccounts[spec.name]
+			if !ok {
+				return nil, fmt.Errorf("the bootstrap policy names no service account for the %s controller", spec.name)
+			}
+			c, err := as(authz.ServiceAccountUser(metav1.NamespaceSystem, sa), authz.ServiceAccountGroups(metav1.NamespaceSystem)...)
+			if err != nil {
+				return nil, err
+			}
+			r, err := spec.new(c)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, run.Named{Name: spec.name, Runnable: r})
+		}
+		return out, nil
 	}
 }
 

@@ -23,24 +23,60 @@ import (
 	"k8s.io/utils/clock"
 
 	"orch/internal/controller"
+	"orch/internal/rbacpolicy"
 	"orch/internal/run"
 )
 
 // controllerManager runs the scheduler and the controllers while this server
 // holds the orch-controller-manager Lease, so that with several servers only
-// one set acts at a time.
+// one set acts at a time. The manager itself (shared informers, events, the
+// lease) acts as system:kube-controller-manager; each component as the
+// identity build asks for.
 type controllerManager struct {
-	rest *rest.Config
-	log  *slog.Logger
+	ids identities
+	log *slog.Logger
 	// build returns the components to run, constructed from ctx (they
 	// register their informers, which start afterwards).
-	build func(ctx controller.Context) ([]run.Named, error)
+	build buildFunc
+
+	mu      sync.Mutex
+	configs map[string]*rest.Config // by user: made once, reused on every lead
+}
+
+// buildFunc builds the components from the manager's Context and as, which
+// gives the same Context with clients acting as another user.
+type buildFunc func(ctx controller.Context, as asFunc) ([]run.Named, error)
+
+// asFunc returns the manager's Context with clients that authenticate as
+// user in groups.
+type asFunc func(user string, groups ...string) (controller.Context, error)
+
+// configFor is the client configuration of user, issued once.
+func (m *controllerManager) configFor(user string, groups ...string) (*rest.Config, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.configs[user]; ok {
+		return c, nil
+	}
+	c, err := m.ids.config(user, groups...)
+	if err != nil {
+		return nil, err
+	}
+	if m.configs == nil {
+		m.configs = map[string]*rest.Config{}
+	}
+	m.configs[user] = c
+	return c, nil
 }
 
 const leaseName = "orch-controller-manager"
 
 func (m *controllerManager) Start(ctx context.Context) error {
-	client, err := kubernetes.NewForConfig(m.rest)
+	own, err := m.configFor(rbacpolicy.ControllerManagerUser)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(own)
 	if err != nil {
 		return err
 	}
@@ -65,7 +101,7 @@ func (m *controllerManager) Start(ctx context.Context) error {
 		Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		ReleaseOnCancel: true, Name: leaseName,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) { m.lead(ctx, client) },
+			OnStartedLeading: func(ctx context.Context) { m.lead(ctx, own, client) },
 			OnStoppedLeading: func() { m.log.Info("no longer the leader of the controllers") },
 		},
 	})
@@ -79,12 +115,12 @@ func (m *controllerManager) Start(ctx context.Context) error {
 }
 
 // lead runs every component until ctx ends (leadership lost or shutdown).
-func (m *controllerManager) lead(ctx context.Context, client kubernetes.Interface) {
+func (m *controllerManager) lead(ctx context.Context, own *rest.Config, client kubernetes.Interface) {
 	m.log.Info("leading the controllers")
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
-	meta, err := metadata.NewForConfig(m.rest)
+	meta, err := metadata.NewForConfig(own)
 	if err != nil {
 		m.log.Error("cannot build the metadata client", "err", err)
 		return
@@ -98,7 +134,21 @@ func (m *controllerManager) lead(ctx context.Context, client kubernetes.Interfac
 		Log:   m.log,
 		Clock: clock.RealClock{},
 	}
-	components, err := m.build(cctx)
+	as := func(user string, groups ...string) (controller.Context, error) {
+		cfg, err := m.configFor(user, groups...)
+		if err != nil {
+			return controller.Context{}, err
+		}
+		c := cctx
+		if c.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+			return controller.Context{}, err
+		}
+		if c.Metadata, err = metadata.NewForConfig(cfg); err != nil {
+			return controller.Context{}, err
+		}
+		return c, nil
+	}
+	components, err := m.build(cctx, as)
 	if err != nil {
 		m.log.Error("cannot build the controllers", "err", err)
 		return

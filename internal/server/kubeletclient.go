@@ -6,20 +6,17 @@ import (
 
 	"orch/internal/apiserver"
 	"orch/internal/pki"
-)
-
-// The identity the apiserver presents to kubelets, as kubeadm names its
-// apiserver-kubelet-client certificate.
-const (
-	kubeletClientUser  = "system:kube-apiserver-kubelet-client"
-	kubeletClientGroup = "system:masters"
+	"orch/internal/rbacpolicy"
 )
 
 // kubeletClientConfig issues the apiserver's kubelet client certificate
 // (a new one at every start, valid a year) and trusts kubelets whose
-// serving certificates the cluster CA signed.
+// serving certificates the cluster CA signed. Its user is
+// system:kube-apiserver-kubelet-client, in no group: the bootstrap policy
+// binds it to system:kubelet-api-admin, and kubelets ask the apiserver
+// whether it may (SubjectAccessReview).
 func kubeletClientConfig(bundle *pki.Bundle) (*apiserver.KubeletClientConfig, error) {
-	certPEM, keyPEM, err := bundle.IssueClientCert(kubeletClientUser, []string{kubeletClientGroup}, 365*24*time.Hour)
+	certPEM, keyPEM, err := bundle.IssueClientCert(rbacpolicy.KubeletClientUser, nil, 365*24*time.Hour)
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ import (
 	"orch/internal/manifests"
 	"orch/internal/memory"
 	"orch/internal/pki"
+	"orch/internal/rbacpolicy"
 	"orch/internal/run"
 	"orch/internal/sdnotify"
 	"orch/internal/storage"
@@ -100,6 +101,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	ids := identities{loopback: loopback, bundle: bundle}
+	manifestsConfig, err := ids.config(rbacpolicy.ManifestsUser)
+	if err != nil {
+		return err
+	}
 	boot := newBootstrap(p, loopback, log.With("component", "bootstrap"))
 	api, err := apiserver.New(apiserver.Config{
 		Storage: store, Resources: all.Resources(), ServiceCIDR: p.serviceCIDR, Version: version.Info(), KubeletClient: kubeletClient,
@@ -160,7 +166,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return serve(ctx, httpServer, listener)
 		})},
 		{Name: "bootstrap", Runnable: boot},
-		{Name: "manifests", Runnable: &manifests.Applier{Dir: p.manifestDir(), Config: loopback, Log: log.With("component", "manifests")}},
+		{Name: "manifests", Runnable: &manifests.Applier{Dir: p.manifestDir(), Config: manifestsConfig, Log: log.With("component", "manifests")}},
 		{Name: "certificates", Runnable: run.Func(func(ctx context.Context) error {
 			client, err := kubernetes.NewForConfig(loopback)
 			if err != nil {
@@ -169,7 +175,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			certs.client = client
 			return certs.Start(ctx)
 		})},
-		{Name: "controller-manager", Runnable: &controllerManager{rest: loopback, log: log.With("component", "controller-manager"), build: controllers(p)}},
+		{Name: "controller-manager", Runnable: &controllerManager{ids: ids, log: log.With("component", "controller-manager"), build: controllers(p)}},
 	}
 	if p.ha() {
 		components = append(components, run.Named{Name: "etcd-members", Runnable: &etcdMembers{
