@@ -16,6 +16,7 @@ import (
 	"orch/internal/apiserver/authz/node"
 	"orch/internal/apiserver/authz/rbac"
 	"orch/internal/apiserver/filters"
+	"orch/internal/rbacpolicy"
 )
 
 // authorizers are the server's: system:masters, then Node, then RBAC, as
@@ -77,7 +78,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, a authz.Attri
 	if err != nil {
 		s.log.Debug("authorization had errors", "user", a.User.Name, "err", err)
 	}
-	if isOwnComponent(a.User) {
+	if rbacpolicy.IsComponent(a.User.Name) {
 		// orch's own components act under the bootstrap policy: a refusal
 		// means the policy lacks a rule.
 		s.log.Warn("refused a request of an orch component: the bootstrap policy lacks a rule",
@@ -97,18 +98,6 @@ func forbidden(a authz.Attributes, reason string) error {
 		return apierrors.NewForbidden(schema.GroupResource{}, "", errors.New(msg))
 	}
 	return apierrors.NewForbidden(schema.GroupResource{Group: a.APIGroup, Resource: a.Resource}, a.Name, errors.New(msg))
-}
-
-// isOwnComponent is true for the identities orch's components use.
-func isOwnComponent(u authz.User) bool {
-	switch {
-	case strings.HasPrefix(u.Name, "system:kube-"), strings.HasPrefix(u.Name, "system:orch-"):
-		return true
-	case strings.HasPrefix(u.Name, authz.ServiceAccountUserPrefix+"kube-system:"):
-		return true
-	}
-	_, isNode := authz.NodeName(u)
-	return isNode
 }
 
 // allowed asks the chain about a, for checks inside handlers (escalate,

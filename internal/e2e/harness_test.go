@@ -82,12 +82,23 @@ func startServer(t testing.TB, withAgent bool, bindAddress string, extra ...stri
 	return s
 }
 
+// refusedComponent is what the apiserver logs when it refuses a request of
+// one of orch's own components (internal/apiserver/authorize.go).
+const refusedComponent = "refused a request of an orch component"
+
 // stopWhenDone stops the server when the test ends, logs its output if
-// the test failed, and cleans up after its agent.
+// the test failed, and cleans up after its agent. A request of one of
+// orch's own components that the apiserver refused fails the test: the
+// bootstrap policy lacks a rule.
 func (s *Server) stopWhenDone(withAgent bool) {
 	t, dir := s.t, s.Dir
 	t.Cleanup(func() {
 		s.Stop()
+		for _, line := range strings.Split(s.Logs(), "\n") {
+			if strings.Contains(line, refusedComponent) {
+				t.Errorf("the apiserver refused an orch component: %s", line)
+			}
+		}
 		if t.Failed() {
 			t.Logf("server logs:\n%s", s.Logs())
 		}

@@ -29,7 +29,7 @@ import (
 func TestServerRunsPods(t *testing.T) {
 	s := StartServerWithAgent(t)
 	client := s.client(t)
-	waitNodeReady(t, client, "e2e-server")
+	node := waitNodeReady(t, client, "e2e-server")
 	// The server labels its own Node (a kubelet may not set role labels).
 	eventually(t, time.Minute, func() string {
 		n, err := client.CoreV1().Nodes().Get(context.Background(), "e2e-server", metav1.GetOptions{})

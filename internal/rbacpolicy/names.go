@@ -14,6 +14,9 @@ const (
 	// DNSUser is the agent's cluster DNS, bound to the ClusterRole of the
 	// same name.
 	DNSUser = "system:orch-dns"
+	// NetworkUser is the agent's pod network, which routes every node's pod
+	// CIDR (it watches all Nodes), bound to the ClusterRole of the same name.
+	NetworkUser = "system:orch-network"
 	// ManifestsUser applies the auto-applied manifests directory; it is
 	// bound to cluster-admin, since those manifests may hold anything.
 	ManifestsUser = "system:orch-manifests"
@@ -87,3 +90,19 @@ const (
 	// BootstrappingValue is BootstrappingLabel's value.
 	BootstrappingValue = "rbac-defaults"
 )
+
+// IsComponent reports whether user is one of orch's own components (not a
+// kubelet, whose refusals the Node authorizer decides case by case): a
+// refusal of such a user means the policy lacks a rule.
+func IsComponent(user string) bool {
+	switch user {
+	case ControllerManagerUser, SchedulerUser, ProxyUser, DNSUser, NetworkUser, ManifestsUser, KubeletClientUser:
+		return true
+	}
+	for _, sa := range ControllerServiceAccounts {
+		if user == ControllerUser(sa) {
+			return true
+		}
+	}
+	return false
+}

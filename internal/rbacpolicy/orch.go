@@ -17,12 +17,18 @@ func orchClusterRoles() []rbacv1.ClusterRole {
 			verbs("list", "watch").groups(core).resources("services"),
 			verbs("list", "watch").groups(discovery).resources("endpointslices"),
 		),
+		clusterRole(NetworkUser,
+			// The agent's routes to other nodes' pod CIDRs follow every
+			// Node (internal/network/routes.go).
+			verbs("get", "list", "watch").groups(core).resources("nodes"),
+		),
 	}
 }
 
 func orchClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 	return []rbacv1.ClusterRoleBinding{
 		clusterBinding(DNSUser, users(DNSUser)),
+		clusterBinding(NetworkUser, users(NetworkUser)),
 		// The manifests directory is the administrator's: anything in it
 		// is applied.
 		namedClusterBinding(ManifestsUser, "cluster-admin", users(ManifestsUser)),
