@@ -16,7 +16,14 @@ import (
 // with namespace ns created.
 func newClient(t *testing.T, ns string) (*envtest.Server, kubernetes.Interface) {
 	t.Helper()
-	srv := envtest.Start(t)
+	return newClientWith(t, ns, envtest.Options{})
+}
+
+// newClientWith is newClient with options (RBAC for tests that act as
+// other users).
+func newClientWith(t *testing.T, ns string, opts envtest.Options) (*envtest.Server, kubernetes.Interface) {
+	t.Helper()
+	srv := envtest.StartWith(t, opts)
 	client := kubernetes.NewForConfigOrDie(srv.Config)
 	if ns != "" {
 		_, err := client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})

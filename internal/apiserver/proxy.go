@@ -62,7 +62,11 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, info request
 			return
 		}
 		if port != "" {
-			host, _, _ := net.SplitHostPort(loc.Host)
+			host, kubeletPort, _ := net.SplitHostPort(loc.Host)
+			if port != kubeletPort && isOwnAddress(host) {
+				fail(apierrors.NewForbidden(gr, info.Name, fmt.Errorf("node %q is at an address of the apiserver's own host: only its kubelet port (%s) may be proxied to", name, kubeletPort)))
+				return
+			}
 			loc.Host = net.JoinHostPort(host, port)
 		}
 		if scheme != "" {
@@ -143,4 +147,28 @@ func (p proxyResponder) Error(w http.ResponseWriter, r *http.Request, err error)
 		err = apierrors.NewServiceUnavailable(fmt.Sprintf("error trying to reach service: %v", err))
 	}
 	p.s.respondError(w, r, err, p.gr, p.name)
+}
+
+// isOwnAddress is true when host is loopback or an address of this
+// machine: nodes/proxy must not become a way to reach the server's other
+// ports (etcd, the supervisor) with the apiserver's kubelet client
+// certificate.
+func isOwnAddress(host string) bool {
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return true // a name: it may resolve to anything, this host too
+	}
+	if ip.IsLoopback() || ip.IsUnspecified() {
+		return true
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return true
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
 }

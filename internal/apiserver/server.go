@@ -66,6 +66,11 @@ type Config struct {
 	DisableServiceAccountAdmission bool
 	// Now is the clock of token issue and checks; nil means time.Now.
 	Now func() time.Time
+	// NodeRegistrationSecret names the Secret that records node's
+	// registration (orch's node password secret): a node's client
+	// certificates are accepted only while it exists (CheckCertificate).
+	// Nil accepts every node certificate the CA signed.
+	NodeRegistrationSecret func(node string) (namespace, name string)
 	// KubeletClient reaches kubelets for pods/log, exec, attach,
 	// portforward and nodes/proxy, and for the usage metrics.k8s.io serves;
 	// nil answers the former with 501 and leaves metrics.k8s.io out.

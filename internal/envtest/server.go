@@ -54,6 +54,8 @@ type Options struct {
 	// start), for tests that act as users other than the admin (through
 	// bearer tokens, or impersonation: ConfigAs).
 	RBAC bool
+	// NodeRegistrationSecret is the apiserver's (see apiserver.Config).
+	NodeRegistrationSecret func(node string) (namespace, name string)
 }
 
 // Start runs etcd and the apiserver until the test ends.
@@ -79,14 +81,14 @@ func StartWith(t testing.TB, opts Options) *Server {
 	key := signingKey(t)
 	api, err := apiserver.New(apiserver.Config{Storage: store, Resources: all.Resources(), ServiceCIDR: cidr, Version: version.Info(), Log: log,
 		ServiceAccountKey: key, ExternalAddress: "127.0.0.1:6443", Now: opts.Now,
-		DisableServiceAccountAdmission: !opts.ServiceAccountAdmission, KubeletClient: kubeletClient(opts.KubeletTLS)})
+		DisableServiceAccountAdmission: !opts.ServiceAccountAdmission, NodeRegistrationSecret: opts.NodeRegistrationSecret, KubeletClient: kubeletClient(opts.KubeletTLS)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); api.Start(ctx) }()
-	authenticated := filters.Authenticate(api, api)
+	authenticated := filters.Authenticate(api, nil, api)
 	admin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := filters.BearerToken(r.Header.Get("Authorization")); ok {
 			authenticated.ServeHTTP(w, r)

@@ -110,6 +110,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	api, err := apiserver.New(apiserver.Config{
 		Storage: store, Resources: all.Resources(), ServiceCIDR: p.serviceCIDR, Version: version.Info(), KubeletClient: kubeletClient,
 		Log: log.With("component", "apiserver"), ServiceAccountKey: bundle.ServiceAccountKey,
+		NodeRegistrationSecret: func(node string) (string, string) { return join.PasswordSecretNamespace, join.PasswordSecretName(node) },
 		ClusterDomain: p.ClusterDomain, ExternalAddress: net.JoinHostPort(p.advertise.String(), strconv.Itoa(p.HTTPSPort)),
 		Checks: addHookChecks(map[string]func(context.Context) error{"etcd": func(ctx context.Context) error {
 			_, err := store.CurrentRevision(ctx)
@@ -131,7 +132,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if p.ha() {
 		joins.servers = &clusterServers{etcd: etcd.Client, tlsDir: p.tlsDir(), settings: p.settings()}
 	}
-	handler := filters.Recover(log, joins.wrap(filters.Authenticate(api, api)))
+	handler := filters.Recover(log, joins.wrap(filters.Authenticate(api, api, api)))
 	httpServer := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	go func() {
 		ready := waitReady(ctx, url, bundle)

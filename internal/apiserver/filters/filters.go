@@ -6,6 +6,7 @@ package filters
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -24,6 +25,12 @@ type User = authz.User
 // and returns its user, or an error saying why it is refused.
 type TokenAuthenticator interface {
 	AuthenticateToken(ctx context.Context, token string) (User, error)
+}
+
+// CertificateChecker may refuse a client certificate the CA signed, e.g.
+// one of a node that has since been deleted.
+type CertificateChecker interface {
+	CheckCertificate(ctx context.Context, cert *x509.Certificate, user User) error
 }
 
 // AuthenticatedGroup is the group every authenticated user is in.
@@ -46,13 +53,20 @@ func WithUser(ctx context.Context, user User) context.Context {
 var publicPaths = map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true, "/version/": true}
 
 // Authenticate accepts client certificates the TLS layer verified against
-// the cluster CA (CN is the user, O the groups), then bearer tokens that
-// tokens (nil for none) accepts; every user also gets the group
-// system:authenticated. A bearer token that is refused gets 401 on any path,
-// as upstream; anonymous requests get 401 outside the public paths.
-func Authenticate(tokens TokenAuthenticator, next http.Handler) http.Handler {
+// the cluster CA (CN is the user, O the groups) and certs (nil for all)
+// does not refuse, then bearer tokens that tokens (nil for none) accepts;
+// every user also gets the group system:authenticated. A credential that
+// is refused gets 401 on any path, as upstream; anonymous requests get 401
+// outside the public paths.
+func Authenticate(tokens TokenAuthenticator, certs CertificateChecker, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if user, ok := certificateUser(r); ok {
+		if user, cert, ok := certificateUser(r); ok {
+			if certs != nil {
+				if err := certs.CheckCertificate(r.Context(), cert, user); err != nil {
+					unauthorized(w)
+					return
+				}
+			}
 			next.ServeHTTP(w, r.WithContext(WithUser(r.Context(), user)))
 			return
 		}
@@ -97,19 +111,19 @@ func BearerToken(header string) (string, bool) {
 // handshake verified against the cluster CA (the listener asks for client
 // certificates with VerifyClientCertIfGiven and ClientCAs, so a chain in
 // VerifiedChains is one the CA signed for client auth).
-func certificateUser(r *http.Request) (User, bool) {
+func certificateUser(r *http.Request) (User, *x509.Certificate, bool) {
 	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
-		return User{}, false
+		return User{}, nil, false
 	}
 	cert := r.TLS.VerifiedChains[0][0]
 	if cert.Subject.CommonName == "" {
-		return User{}, false
+		return User{}, nil, false
 	}
 	groups := slices.Clone(cert.Subject.Organization)
 	if !slices.Contains(groups, AuthenticatedGroup) {
 		groups = append(groups, AuthenticatedGroup)
 	}
-	return User{Name: cert.Subject.CommonName, Groups: groups}, true
+	return User{Name: cert.Subject.CommonName, Groups: groups}, cert, true
 }
 
 // Recover turns a panic in a handler into a 500 Status and a log line, so
