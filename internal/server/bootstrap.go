@@ -21,6 +21,7 @@ import (
 	"orch/internal/controller/clusterdns"
 	"orch/internal/pki"
 	"orch/internal/rbacpolicy"
+	"orch/internal/run"
 )
 
 // defaultNamespaces exist in every cluster.
@@ -43,11 +44,16 @@ type bootstrap struct {
 	// namespaces, priorityClasses and services are named after upstream's
 	// post-start hooks that make the same objects.
 	namespaces, priorityClasses, services, rbac postStartHook
+	// policyLoaded says whether the apiserver's authorizer has the bootstrap
+	// policy (it follows the watch caches, a moment behind the writes);
+	// policyReady is closed once it has, after the first reconcile.
+	policyLoaded func() bool
+	policyReady  chan struct{}
 }
 
 // newBootstrap returns the bootstrap of the server p; rest is its loopback client config.
 func newBootstrap(p parsed, rest *rest.Config, log *slog.Logger) *bootstrap {
-	b := &bootstrap{cfg: p, rest: rest, log: log}
+	b := &bootstrap{cfg: p, rest: rest, log: log, policyReady: make(chan struct{}), policyLoaded: func() bool { return true }}
 	b.namespaces.name = "start-system-namespaces-controller"
 	b.priorityClasses.name = "scheduling/bootstrap-system-priority-classes"
 	b.services.name = "bootstrap-controller"
@@ -95,7 +101,15 @@ func (b *bootstrap) reconcile(ctx context.Context, client kubernetes.Interface) 
 		if err := rbacpolicy.Reconcile(ctx, client); err != nil {
 			return fmt.Errorf("the bootstrap RBAC policy: %w", err)
 		}
+		for !b.policyLoaded() {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
 		b.rbac.finish()
+		close(b.policyReady)
 	}
 	for name, value := range systemPriorityClasses {
 		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value,
@@ -276,4 +290,17 @@ func (b *bootstrap) ensureEndpointSlice(ctx context.Context, client kubernetes.I
 // metaName is the ObjectMeta of an orch object in kube-system.
 func metaName(name string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem}
+}
+
+// afterPolicy runs r once the bootstrap policy is in force, so that the
+// components acting under it are not refused while it is being made.
+func (b *bootstrap) afterPolicy(r run.Runnable) run.Runnable {
+	return run.Func(func(ctx context.Context) error {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-b.policyReady:
+		}
+		return r.Start(ctx)
+	})
 }

@@ -12,11 +12,13 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"orch/internal/agent"
 	"orch/internal/apiserver"
+	"orch/internal/apiserver/authz"
 	"orch/internal/apiserver/filters"
 	"orch/internal/apiserver/registry/all"
 	"orch/internal/etcdsnapshot"
@@ -111,7 +113,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		Storage: store, Resources: all.Resources(), ServiceCIDR: p.serviceCIDR, Version: version.Info(), KubeletClient: kubeletClient,
 		Log: log.With("component", "apiserver"), ServiceAccountKey: bundle.ServiceAccountKey,
 		NodeRegistrationSecret: func(node string) (string, string) { return join.PasswordSecretNamespace, join.PasswordSecretName(node) },
-		ClusterDomain: p.ClusterDomain, ExternalAddress: net.JoinHostPort(p.advertise.String(), strconv.Itoa(p.HTTPSPort)),
+		ClusterDomain:          p.ClusterDomain, ExternalAddress: net.JoinHostPort(p.advertise.String(), strconv.Itoa(p.HTTPSPort)),
 		Checks: addHookChecks(map[string]func(context.Context) error{"etcd": func(ctx context.Context) error {
 			_, err := store.CurrentRevision(ctx)
 			return err
@@ -120,6 +122,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	})
 	if err != nil {
 		return err
+	}
+	// The policy is in force once the controller manager may hold its lease.
+	leaseProbe := authz.Attributes{User: authz.User{Name: rbacpolicy.ControllerManagerUser}, Verb: "update", ResourceRequest: true,
+		APIGroup: "coordination.k8s.io", Resource: "leases", Namespace: metav1.NamespaceSystem, Name: rbacpolicy.ControllerManagerLease}
+	boot.policyLoaded = func() bool {
+		d, _, _ := api.Authorizer().Authorize(ctx, leaseProbe)
+		return d == authz.Allow
 	}
 	listener, err := listen(p, bundle, certs.getCertificate)
 	if err != nil {
@@ -167,7 +176,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return serve(ctx, httpServer, listener)
 		})},
 		{Name: "bootstrap", Runnable: boot},
-		{Name: "manifests", Runnable: &manifests.Applier{Dir: p.manifestDir(), Config: manifestsConfig, Log: log.With("component", "manifests")}},
+		{Name: "manifests", Runnable: boot.afterPolicy(&manifests.Applier{Dir: p.manifestDir(), Config: manifestsConfig, Log: log.With("component", "manifests")})},
 		{Name: "certificates", Runnable: run.Func(func(ctx context.Context) error {
 			client, err := kubernetes.NewForConfig(loopback)
 			if err != nil {
@@ -176,16 +185,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			certs.client = client
 			return certs.Start(ctx)
 		})},
-		{Name: "controller-manager", Runnable: &controllerManager{ids: ids, log: log.With("component", "controller-manager"), build: controllers(p)}},
+		{Name: "controller-manager", Runnable: boot.afterPolicy(&controllerManager{ids: ids, log: log.With("component", "controller-manager"), build: controllers(p)})},
 	}
 	if p.ha() {
 		components = append(components, run.Named{Name: "etcd-members", Runnable: &etcdMembers{
 			etcd: etcd.Client, self: uint64(etcd.Server().MemberID()), peerURL: etcdCfg.PeerURL, rest: loopback, log: log.With("component", "etcd-members")}})
 	}
 	if !p.DisableAgent {
-		components = append(components, run.Named{Name: "agent", Runnable: run.Func(func(ctx context.Context) error {
+		components = append(components, run.Named{Name: "agent", Runnable: boot.afterPolicy(run.Func(func(ctx context.Context) error {
 			return agent.Run(ctx, p.agentConfig(url, token), log.With("component", "agent"))
-		})})
+		}))})
 	}
 	return run.Group(ctx, log, components...)
 }
