@@ -21,6 +21,9 @@ var (
 	// ORCH_BENCH_ONLY, a regexp, runs only the phases whose key
 	// (workload/format/clients) matches.
 	only = envRegexp("ORCH_BENCH_ONLY")
+	// ORCH_BENCH_AS=rbac runs the API phases as a user that RBAC authorizes
+	// (identity.go) instead of as the admin, whom no authorizer is asked about.
+	benchAs = os.Getenv("ORCH_BENCH_AS")
 )
 
 func envRegexp(name string) *regexp.Regexp {
@@ -66,6 +69,9 @@ func BenchmarkServer(b *testing.B) {
 	orchBin := os.Getenv("ORCH_BIN")
 	if orchBin == "" {
 		b.Fatal("ORCH_BIN is not set: run `make bench`, or set ORCH_BIN to a built orch binary")
+	}
+	if benchAs != "" && benchAs != "rbac" {
+		b.Fatalf("ORCH_BENCH_AS is %q: leave it empty (admin) or set it to rbac", benchAs)
 	}
 	kinds := []kind{orchKind(orchBin)}
 	kas, etcd := os.Getenv("KUBE_APISERVER_BIN"), os.Getenv("ETCD_BIN")
@@ -164,22 +170,36 @@ func memGroups(t *target) []memGroup {
 	return gs
 }
 
-// runPhases makes the clients and the objects, then runs every phase.
+// runPhases makes the clients and the objects, then runs every phase. The
+// objects are made as the admin; the phases run as identity().
 func runPhases(t *target, ps []phase, r *report) error {
 	maxClients := clientSets[len(clientSets)-1]
-	jsonClients, err := newClients(t.config, maxClients, false)
+	config := t.config
+	if benchAs == "rbac" {
+		var err error
+		if config, err = rbacUserConfig(t); err != nil {
+			return err
+		}
+	}
+	jsonClients, err := newClients(config, maxClients, false)
 	if err != nil {
 		return err
 	}
-	protoClients, err := newClients(t.config, maxClients, true)
+	protoClients, err := newClients(config, maxClients, true)
 	if err != nil {
 		return err
 	}
-	writerClients, err := newClients(t.config, writers, false)
+	writerClients, err := newClients(config, writers, false)
 	if err != nil {
 		return err
 	}
-	if err := setup(jsonClients, writers); err != nil {
+	admins := jsonClients[:min(16, maxClients)]
+	if config != t.config {
+		if admins, err = newClients(t.config, len(admins), false); err != nil {
+			return err
+		}
+	}
+	if err := setup(admins, maxClients, writers); err != nil {
 		return err
 	}
 	upd := newUpdater(nsUpdate, "u-", maxClients)

@@ -10,7 +10,8 @@
 //   - create, get, update and list (500 configmaps, whole and with limit=100
 //     pagination) throughput and p50/p99 latency with 1, 16 and 64 concurrent
 //     client-go clients over the admin kubeconfig (QPS limits off), in JSON and,
-//     for create and get, protobuf;
+//     for create and get, protobuf; with ORCH_BENCH_AS=rbac the clients are
+//     instead a user that RBAC authorizes (identity.go);
 //   - watch: events per second delivered to 1, 16 and 64 watchers while a fixed
 //     set of writers update configmaps, with the write-to-delivery latency;
 //   - the server's resident memory (VmRSS, and RssAnon and RssFile apart) idle

@@ -84,7 +84,7 @@ func printReports(w io.Writer, phases []phase, reports []*report) {
 		}
 	}
 
-	fmt.Fprintf(w, "\n== API: configmaps with a %d-byte payload; ops/s, p50 and p99 latency in ms, errors ==\n", payloadSize)
+	fmt.Fprintf(w, "\n== API, run as %s: configmaps with a %d-byte payload; ops/s, p50 and p99 latency in ms, errors ==\n", identity(), payloadSize)
 	fmt.Fprintf(w, "%-28s", "workload / format / clients")
 	for _, r := range reports {
 		fmt.Fprintf(w, " | %-34s", r.name)

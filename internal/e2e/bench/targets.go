@@ -14,12 +14,13 @@ import (
 // readyTimeout bounds every wait for /readyz.
 const readyTimeout = 90 * time.Second
 
-// target is one running API server under test: its processes and an admin
-// client configuration.
+// target is one running API server under test: its processes, an admin
+// client configuration and the directory of its client CA (ca.crt, ca.key).
 type target struct {
 	name   string
 	procs  []*proc
 	config *rest.Config
+	caDir  string
 }
 
 func (t *target) stop() {
@@ -67,7 +68,9 @@ func orchKind(bin string) kind {
 			p.stop(5 * time.Second)
 			return nil, 0, fmt.Errorf("load the admin kubeconfig %s: %w", kubeconfig, err)
 		}
-		return &target{name: "orch", procs: []*proc{p}, config: config}, took, nil
+		// data-dir/server/tls is where orch keeps its cluster CA.
+		caDir := filepath.Join(dir, "data", "server", "tls")
+		return &target{name: "orch", procs: []*proc{p}, config: config, caDir: caDir}, took, nil
 	}
 	return kind{name: "orch", start: start}
 }
@@ -121,7 +124,7 @@ func peerKind(apiserverBin, etcdBin string) kind {
 			"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
 			"--secure-port", strconv.Itoa(ports[0]), "--cert-dir", filepath.Join(dir, "certs"),
 			"--tls-cert-file", pki.path("serving.crt"), "--tls-private-key-file", pki.path("serving.key"),
-			"--client-ca-file", pki.path("ca.crt"), "--authorization-mode", "RBAC",
+			"--client-ca-file", pki.path("ca.crt"), "--authorization-mode", "Node,RBAC",
 			"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
 			"--service-account-key-file", pki.path("sa.pub"), "--service-account-signing-key-file", pki.path("sa.key"),
 			"--service-cluster-ip-range", "10.43.0.0/16", "--profiling=false",
@@ -131,7 +134,7 @@ func peerKind(apiserverBin, etcdBin string) kind {
 			etcd.stop(5 * time.Second)
 			return nil, 0, err
 		}
-		t := &target{name: "kube-apiserver+etcd", procs: []*proc{etcd, kas}}
+		t := &target{name: "kube-apiserver+etcd", procs: []*proc{etcd, kas}, caDir: pki.dir}
 		took, err := waitReadyz("https://127.0.0.1:"+strconv.Itoa(ports[0]), t0, readyTimeout, etcd, kas)
 		if err != nil {
 			t.stop()

@@ -36,9 +36,9 @@ func configMap(ns, name string) *corev1.ConfigMap {
 	}
 }
 
-// setup makes the namespaces, the listObjects configmaps to get and list, and
-// one configmap per update client and per watch writer.
-func setup(clients []*kubernetes.Clientset, writers int) error {
+// setup makes, with clients, the namespaces, the listObjects configmaps to get
+// and list, and one configmap per update client and per watch writer.
+func setup(clients []*kubernetes.Clientset, updaters, writers int) error {
 	ctx := context.Background()
 	for _, ns := range []string{nsList, nsCreate, nsUpdate, nsWatch} {
 		obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
@@ -46,17 +46,17 @@ func setup(clients []*kubernetes.Clientset, writers int) error {
 			return fmt.Errorf("create namespace %q: %w", ns, err)
 		}
 	}
-	objs := make([]*corev1.ConfigMap, 0, listObjects+len(clients)+writers)
+	objs := make([]*corev1.ConfigMap, 0, listObjects+updaters+writers)
 	for i := range listObjects {
 		objs = append(objs, configMap(nsList, listName(i)))
 	}
-	for c := range clients {
+	for c := range updaters {
 		objs = append(objs, configMap(nsUpdate, "u-"+strconv.Itoa(c)))
 	}
 	for w := range writers {
 		objs = append(objs, configMap(nsWatch, "w-"+strconv.Itoa(w)))
 	}
-	r := runPhase(clients[:min(16, len(clients))], len(objs), 5*time.Minute,
+	r := runPhase(clients, len(objs), 5*time.Minute,
 		func(ctx context.Context, cs *kubernetes.Clientset, _, seq int) error {
 			_, err := cs.CoreV1().ConfigMaps(objs[seq].Namespace).Create(ctx, objs[seq], metav1.CreateOptions{})
 			return err
