@@ -21,9 +21,6 @@ var (
 	// ORCH_BENCH_ONLY, a regexp, runs only the phases whose key
 	// (workload/format/clients) matches.
 	only = envRegexp("ORCH_BENCH_ONLY")
-	// ORCH_BENCH_AS=rbac runs the API phases as a user that RBAC authorizes
-	// (identity.go) instead of as the admin, whom no authorizer is asked about.
-	benchAs = os.Getenv("ORCH_BENCH_AS")
 )
 
 func envRegexp(name string) *regexp.Regexp {
