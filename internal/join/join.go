@@ -5,12 +5,15 @@
 // its hash is not the token's, and only then, over TLS verified against
 // that CA, sends the secret with certificate requests for the node's
 // kubelet: a client certificate (CN=system:node:NAME, O=system:nodes) and a
-// serving certificate for the node's hostname and IPs. Private keys never
-// leave the node. The certificates are kept in data-dir/agent/tls and
+// serving certificate for the node's hostname and IPs, and client
+// certificates for the agent's components that act under identities of
+// their own (ComponentUsers: the Service proxy, the cluster DNS, the pod
+// routes; see Credentials.RESTConfigFor). Private keys never leave the
+// node. The certificates are kept in data-dir/agent/tls and
 // reused on the next start while they are valid for the same node;
 // data-dir/agent/kubelet.kubeconfig lets the kubelet use them.
 //
-// A Renewer renews both certificates when a third of their life remains,
+// A Renewer renews all of them when a third of their life remains,
 // without a restart: Credentials hands the current ones to TLS through
 // callbacks (GetClientCertificate, GetCertificate).
 //
@@ -151,6 +154,12 @@ func Join(ctx context.Context, cfg Config) (*Credentials, error) {
 	if err != nil {
 		return nil, err
 	}
+	componentKeys := map[string]keyPair{}
+	for _, user := range ComponentUsers() {
+		if componentKeys[user], err = loadOrNewKey(c.paths.componentKey(user)); err != nil {
+			return nil, err
+		}
+	}
 	var caPEM []byte
 	var issued *issuedCerts
 	err = retry(ctx, c, "join", func(ctx context.Context) error {
@@ -158,7 +167,7 @@ func Join(ctx context.Context, cfg Config) (*Credentials, error) {
 		if caPEM, err = fetchCA(ctx, c); err != nil {
 			return err
 		}
-		issued, err = requestCertificates(ctx, c, caPEM, password, clientKey, servingKey)
+		issued, err = requestCertificates(ctx, c, caPEM, password, clientKey, servingKey, componentKeys)
 		return err
 	})
 	if err != nil {
@@ -262,11 +271,25 @@ type issuedCerts struct {
 	clientCertPEM, servingCertPEM []byte
 	clientKey, servingKey         keyPair
 	cluster                       Cluster // the settings that came with them
+	// components are the component client certificates the server
+	// issued, by user; a server of an older version issues none.
+	components map[string]componentCert
+	// componentsKnown is false for certificates an agent of an older
+	// version stored: the server was never asked for components, so the
+	// Renewer asks at once.
+	componentsKnown bool
 }
 
-// requestCertificates sends the token's secret and CSRs for both keys to
-// the server, over TLS verified against caPEM, and checks the answer.
-func requestCertificates(ctx context.Context, c checked, caPEM []byte, password string, clientKey, servingKey keyPair) (*issuedCerts, error) {
+// componentCert is a component's client certificate and key.
+type componentCert struct {
+	certPEM []byte
+	key     keyPair
+}
+
+// requestCertificates sends the token's secret and CSRs for the node's
+// keys and the components' to the server, over TLS verified against
+// caPEM, and checks the answer.
+func requestCertificates(ctx context.Context, c checked, caPEM []byte, password string, clientKey, servingKey keyPair, componentKeys map[string]keyPair) (*issuedCerts, error) {
 	user := NodeUser(c.NodeName)
 	clientCSR, err := pki.NewCSR(clientKey.signer, user, []string{NodesGroup}, nil, nil)
 	if err != nil {
@@ -277,7 +300,14 @@ func requestCertificates(ctx context.Context, c checked, caPEM []byte, password 
 		return nil, err
 	}
 	body := CertificatesRequest{NodeName: c.NodeName, Hostname: c.Hostname, NodePassword: password,
-		ClientCSR: string(clientCSR), ServingCSR: string(servingCSR)}
+		ClientCSR: string(clientCSR), ServingCSR: string(servingCSR), ComponentCSRs: map[string]string{}}
+	for component, key := range componentKeys {
+		csr, err := pki.NewCSR(key.signer, component, nil, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		body.ComponentCSRs[component] = string(csr)
+	}
 	for _, ip := range c.NodeIPs {
 		body.NodeIPs = append(body.NodeIPs, ip.String())
 	}
@@ -321,8 +351,16 @@ func requestCertificates(ctx context.Context, c checked, caPEM []byte, password 
 		return nil, fmt.Errorf("orch agent: cannot decode the server's node certificates: %w (is %s an orch server of the same version?)", err, c.Server)
 	}
 	issued := &issuedCerts{clientCertPEM: []byte(answer.ClientCertificate), servingCertPEM: []byte(answer.ServingCertificate),
-		clientKey: clientKey, servingKey: servingKey, cluster: withDefaults(answer.Cluster)}
-	if _, _, err := checkIssued(c, caPEM, issued); err != nil {
+		clientKey: clientKey, servingKey: servingKey, cluster: withDefaults(answer.Cluster),
+		components: map[string]componentCert{}, componentsKnown: true}
+	for component, certPEM := range answer.ComponentCertificates {
+		key, asked := componentKeys[component]
+		if !asked {
+			return nil, fmt.Errorf("orch agent: the server at %s sent a certificate for %q, which this agent did not ask for (is it an orch server of the same version?)", c.Server, component)
+		}
+		issued.components[component] = componentCert{certPEM: []byte(certPEM), key: key}
+	}
+	if _, err := checkIssued(c, caPEM, issued); err != nil {
 		return nil, fmt.Errorf("orch agent: the server's node certificates do not fit this node: %w (is %s an orch server of the same version?)", err, c.Server)
 	}
 	return issued, nil

@@ -114,7 +114,7 @@ func (h *joinHandler) serveCertificates(w http.ResponseWriter, r *http.Request) 
 		writeJoinError(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "cannot decode the node certificates request: "+err.Error())
 		return
 	}
-	client, serving, err := checkCertificatesRequest(req)
+	csrs, err := checkCertificatesRequest(req)
 	if err != nil {
 		writeJoinError(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
 		return
@@ -130,21 +130,38 @@ func (h *joinHandler) serveCertificates(w http.ResponseWriter, r *http.Request) 
 		writeJoinError(w, code, reason, err.Error())
 		return
 	}
-	_, clientPEM, err := h.bundle.SignCSR(client, x509.ExtKeyUsageClientAuth, h.validity)
+	resp, err := h.sign(csrs)
 	if err != nil {
 		writeJoinError(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
 		return
 	}
-	_, servingPEM, err := h.bundle.SignCSR(serving, x509.ExtKeyUsageServerAuth, h.validity)
+	log.Info("issued node certificates", "hostname", req.Hostname, "ips", strings.Join(req.NodeIPs, ","), "components", len(resp.ComponentCertificates))
+	writeJSON(w, resp)
+}
+
+// sign signs the checked CSRs of one request.
+func (h *joinHandler) sign(csrs checkedCSRs) (join.CertificatesResponse, error) {
+	resp := join.CertificatesResponse{CA: string(h.bundle.CACertPEM), Cluster: h.cluster}
+	_, clientPEM, err := h.bundle.SignCSR(csrs.client, x509.ExtKeyUsageClientAuth, h.validity)
 	if err != nil {
-		writeJoinError(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
-		return
+		return resp, err
 	}
-	log.Info("issued node certificates", "hostname", req.Hostname, "ips", strings.Join(req.NodeIPs, ","))
-	writeJSON(w, join.CertificatesResponse{
-		CA: string(h.bundle.CACertPEM), ClientCertificate: string(clientPEM), ServingCertificate: string(servingPEM),
-		Cluster: h.cluster,
-	})
+	_, servingPEM, err := h.bundle.SignCSR(csrs.serving, x509.ExtKeyUsageServerAuth, h.validity)
+	if err != nil {
+		return resp, err
+	}
+	resp.ClientCertificate, resp.ServingCertificate = string(clientPEM), string(servingPEM)
+	for user, csr := range csrs.components {
+		_, certPEM, err := h.bundle.SignCSR(csr, x509.ExtKeyUsageClientAuth, h.validity)
+		if err != nil {
+			return resp, err
+		}
+		if resp.ComponentCertificates == nil {
+			resp.ComponentCertificates = map[string]string{}
+		}
+		resp.ComponentCertificates[user] = string(certPEM)
+	}
+	return resp, nil
 }
 
 // authorized checks HTTP basic auth against TokenUser and the token secret,
@@ -166,15 +183,26 @@ func constantTimeEqual(a, b string) bool {
 	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
 }
 
+// checkedCSRs are the parsed CSRs of a request that asks for no more than
+// a node may have.
+type checkedCSRs struct {
+	client, serving *x509.CertificateRequest
+	// components are by user, each one of join.ComponentUsers.
+	components map[string]*x509.CertificateRequest
+}
+
 // checkCertificatesRequest validates the names in req and that each CSR asks
-// for exactly what a node NAME may have. It returns the parsed CSRs.
-func checkCertificatesRequest(req join.CertificatesRequest) (client, serving *x509.CertificateRequest, err error) {
+// for exactly what a node NAME may have: its kubelet's client and serving
+// certificates, and client certificates for the agent's component users
+// (CN=user, no groups, no SANs). It returns the parsed CSRs.
+func checkCertificatesRequest(req join.CertificatesRequest) (checkedCSRs, error) {
+	var out checkedCSRs
 	name := req.NodeName
 	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
-		return nil, nil, fmt.Errorf("node name %q is not valid (%s): choose another with --node-name", name, strings.Join(msgs, "; "))
+		return out, fmt.Errorf("node name %q is not valid (%s): choose another with --node-name", name, strings.Join(msgs, "; "))
 	}
 	if len(join.PasswordSecretName(name)) > validation.DNS1123SubdomainMaxLength {
-		return nil, nil, fmt.Errorf("node name %q is too long: choose one of at most %d characters with --node-name",
+		return out, fmt.Errorf("node name %q is too long: choose one of at most %d characters with --node-name",
 			name, validation.DNS1123SubdomainMaxLength-len(join.PasswordSecretSuffix))
 	}
 	hostname := req.Hostname
@@ -182,59 +210,88 @@ func checkCertificatesRequest(req join.CertificatesRequest) (client, serving *x5
 		hostname = name
 	}
 	if msgs := validation.IsDNS1123Subdomain(hostname); len(msgs) > 0 {
-		return nil, nil, fmt.Errorf("hostname %q is not valid (%s)", hostname, strings.Join(msgs, "; "))
+		return out, fmt.Errorf("hostname %q is not valid (%s)", hostname, strings.Join(msgs, "; "))
 	}
 	var ips []net.IP
 	for _, s := range req.NodeIPs {
 		ip := net.ParseIP(s)
 		if ip == nil || ip.IsUnspecified() || ip.IsMulticast() {
-			return nil, nil, fmt.Errorf("node IP %q is not a usable unicast IP address: check --node-ip", s)
+			return out, fmt.Errorf("node IP %q is not a usable unicast IP address: check --node-ip", s)
 		}
 		ips = append(ips, ip)
 	}
 	if req.NodePassword == "" || len(req.NodePassword) > 256 {
-		return nil, nil, errors.New("the node password must be 1 to 256 characters")
+		return out, errors.New("the node password must be 1 to 256 characters")
 	}
 	user := join.NodeUser(name)
 
-	client, err = pki.ParseCSRPEM([]byte(req.ClientCSR))
+	client, err := parseClientCSR("client certificate request", req.ClientCSR, user, []string{join.NodesGroup})
 	if err != nil {
-		return nil, nil, fmt.Errorf("client certificate request: %w", err)
-	}
-	if err := checkSubject(client, user); err != nil {
-		return nil, nil, fmt.Errorf("client certificate request: %w", err)
-	}
-	if len(client.DNSNames) > 0 || len(client.IPAddresses) > 0 {
-		return nil, nil, errors.New("client certificate request: a kubelet client certificate has no DNS names or IP addresses")
+		return out, err
 	}
 
-	serving, err = pki.ParseCSRPEM([]byte(req.ServingCSR))
+	serving, err := pki.ParseCSRPEM([]byte(req.ServingCSR))
 	if err != nil {
-		return nil, nil, fmt.Errorf("serving certificate request: %w", err)
+		return out, fmt.Errorf("serving certificate request: %w", err)
 	}
-	if err := checkSubject(serving, user); err != nil {
-		return nil, nil, fmt.Errorf("serving certificate request: %w", err)
+	if err := checkSubject(serving, user, []string{join.NodesGroup}); err != nil {
+		return out, fmt.Errorf("serving certificate request: %w", err)
 	}
 	if len(serving.DNSNames) == 0 && len(serving.IPAddresses) == 0 {
-		return nil, nil, errors.New("serving certificate request: it names no DNS name or IP address")
+		return out, errors.New("serving certificate request: it names no DNS name or IP address")
 	}
 	for _, d := range serving.DNSNames {
 		if d != hostname && d != name {
-			return nil, nil, fmt.Errorf("serving certificate request: DNS name %q is neither the node name %q nor the hostname %q", d, name, hostname)
+			return out, fmt.Errorf("serving certificate request: DNS name %q is neither the node name %q nor the hostname %q", d, name, hostname)
 		}
 	}
 	for _, ip := range serving.IPAddresses {
 		if !slices.ContainsFunc(ips, ip.Equal) {
-			return nil, nil, fmt.Errorf("serving certificate request: IP address %s is not one of the node IPs %v", ip, req.NodeIPs)
+			return out, fmt.Errorf("serving certificate request: IP address %s is not one of the node IPs %v", ip, req.NodeIPs)
 		}
 	}
-	return client, serving, nil
+	out.client, out.serving = client, serving
+	for component, csrPEM := range req.ComponentCSRs {
+		if !join.IsComponentUser(component) {
+			return out, fmt.Errorf("component certificate request for %q: a node's components are only %s", component, strings.Join(join.ComponentUsers(), ", "))
+		}
+		csr, err := parseClientCSR("component certificate request for "+component, csrPEM, component, nil)
+		if err != nil {
+			return out, err
+		}
+		if out.components == nil {
+			out.components = map[string]*x509.CertificateRequest{}
+		}
+		out.components[component] = csr
+	}
+	return out, nil
 }
 
-func checkSubject(csr *x509.CertificateRequest, user string) error {
-	if csr.Subject.CommonName != user || !slices.Equal(csr.Subject.Organization, []string{join.NodesGroup}) {
-		return fmt.Errorf("subject must be CN=%s, O=%s, got CN=%s, O=%s", user, join.NodesGroup,
-			csr.Subject.CommonName, strings.Join(csr.Subject.Organization, ","))
+// parseClientCSR parses a client certificate request for user in groups,
+// with no SANs; what names the request in errors.
+func parseClientCSR(what, csrPEM, user string, groups []string) (*x509.CertificateRequest, error) {
+	csr, err := pki.ParseCSRPEM([]byte(csrPEM))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if err := checkSubject(csr, user, groups); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if len(csr.DNSNames) > 0 || len(csr.IPAddresses) > 0 {
+		return nil, fmt.Errorf("%s: a client certificate has no DNS names or IP addresses", what)
+	}
+	return csr, nil
+}
+
+func checkSubject(csr *x509.CertificateRequest, user string, groups []string) error {
+	if csr.Subject.CommonName != user || !slices.Equal(csr.Subject.Organization, groups) {
+		want := "CN=" + user
+		if len(groups) > 0 {
+			want += ", O=" + strings.Join(groups, ",")
+		} else {
+			want += " and no O"
+		}
+		return fmt.Errorf("subject must be %s, got CN=%s, O=%s", want, csr.Subject.CommonName, strings.Join(csr.Subject.Organization, ","))
 	}
 	return nil
 }

@@ -162,6 +162,29 @@ func TestJoinRealServer(t *testing.T) {
 		getAPI(t, rc)
 		getAPI(t, creds.RESTConfig())
 	})
+	t.Run("component identities", func(t *testing.T) {
+		for _, user := range join.ComponentUsers() {
+			if !creds.HasIdentity(user) {
+				t.Errorf("no certificate for %s", user)
+				continue
+			}
+			data, err := os.ReadFile(filepath.Join(dirA, "agent", "tls", join.ComponentCertFile(user)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cert, err := pki.ParseCertificatePEM(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cert.Subject.CommonName != user || len(cert.Subject.Organization) != 0 || len(cert.DNSNames)+len(cert.IPAddresses) != 0 {
+				t.Errorf("%s certificate: subject %v, SANs %v %v", user, cert.Subject, cert.DNSNames, cert.IPAddresses)
+			}
+			if _, err := cert.Verify(x509.VerifyOptions{Roots: caPool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+				t.Errorf("%s certificate: %v", user, err)
+			}
+			getAPI(t, creds.RESTConfigFor(user))
+		}
+	})
 	t.Run("password secret", func(t *testing.T) {
 		secret, err := s.admin.CoreV1().Secrets("kube-system").Get(ctx, "agent-a.node-password.orch", metav1.GetOptions{})
 		if err != nil {
