@@ -8,6 +8,7 @@ import (
 	"crypto/subtle"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,6 +39,11 @@ import (
 type joinHandler struct {
 	bundle *pki.Bundle
 	secret string
+	// ownSecret is the secret of the server's own agent, made anew at
+	// every start and never written: only that agent, inside this
+	// process, knows it. Its serving certificate may name this server's
+	// names and addresses, which are the node's (see reservedSANs).
+	ownSecret string
 	// cluster goes to agents with their certificates.
 	cluster join.Cluster
 	// client writes the node password secrets (the loopback clientset).
@@ -57,7 +63,17 @@ func newJoinHandler(bundle *pki.Bundle, token string, cluster join.Cluster, loop
 	if err != nil {
 		return nil, err
 	}
-	return &joinHandler{bundle: bundle, secret: secret, cluster: cluster, client: client, validity: pki.LeafValidity, log: log}, nil
+	own := make([]byte, 32)
+	if _, err := rand.Read(own); err != nil {
+		return nil, err
+	}
+	return &joinHandler{bundle: bundle, secret: secret, ownSecret: hex.EncodeToString(own), cluster: cluster, client: client,
+		validity: pki.LeafValidity, log: log}, nil
+}
+
+// ownAgentToken is the token the server's own agent joins with.
+func (h *joinHandler) ownAgentToken() string {
+	return pki.FormatToken(pki.CAHash(h.bundle.CACertPEM), h.ownSecret)
 }
 
 // wrap answers the join paths and hands every other request to next.
@@ -120,6 +136,23 @@ func (h *joinHandler) serveCertificates(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	log := h.log.With("node", req.NodeName, "remote", remote)
+	if !h.isOwnAgent(r) {
+		reserved := apiserverSANs(h.bundle.Serving)
+		if h.servers != nil {
+			members, err := listServers(r.Context(), h.servers.etcd)
+			if err != nil {
+				w.Header().Set("Retry-After", "1")
+				writeJoinError(w, http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "cannot list the cluster's servers yet (retry shortly): "+err.Error())
+				return
+			}
+			reserved.addMembers(members)
+		}
+		if err := reserved.check(csrs.serving); err != nil {
+			log.Warn("refused node certificates", "err", err)
+			writeJoinError(w, http.StatusForbidden, metav1.StatusReasonForbidden, err.Error())
+			return
+		}
+	}
 	if code, err := h.checkNodePassword(r.Context(), req.NodeName, req.NodePassword); err != nil {
 		reason := metav1.StatusReasonConflict
 		if code != http.StatusConflict {
@@ -164,9 +197,18 @@ func (h *joinHandler) sign(csrs checkedCSRs) (join.CertificatesResponse, error) 
 	return resp, nil
 }
 
-// authorized checks HTTP basic auth against TokenUser and the token secret,
-// in constant time (both sides are hashed first so lengths do not leak).
-func (h *joinHandler) authorized(r *http.Request) bool { return h.authorizedAs(r, join.TokenUser) }
+// authorized checks HTTP basic auth against TokenUser and the token
+// secret or the own agent's, in constant time (both sides are hashed first
+// so lengths do not leak).
+func (h *joinHandler) authorized(r *http.Request) bool {
+	return h.authorizedAs(r, join.TokenUser) || h.isOwnAgent(r)
+}
+
+// isOwnAgent reports whether r comes from the server's own agent.
+func (h *joinHandler) isOwnAgent(r *http.Request) bool {
+	user, password, ok := r.BasicAuth()
+	return ok && h.ownSecret != "" && constantTimeEqual(user, join.TokenUser) && constantTimeEqual(password, h.ownSecret)
+}
 
 func (h *joinHandler) authorizedAs(r *http.Request, wantUser string) bool {
 	user, password, ok := r.BasicAuth()

@@ -88,7 +88,7 @@ func startTestServer(t *testing.T) *testServer {
 
 func (s *testServer) agent(t *testing.T, name, dataDir string) join.Config {
 	return join.Config{Server: s.url, Token: s.token, NodeName: name, Hostname: name + ".test",
-		NodeIPs: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.9.8.7")}, DataDir: dataDir, Log: testLogger()}
+		NodeIPs: []net.IP{net.ParseIP("192.0.2.7"), net.ParseIP("10.9.8.7")}, DataDir: dataDir, Log: testLogger()}
 }
 
 // getAPI GETs /api with rc and fails the test if it is refused.
@@ -138,7 +138,7 @@ func TestJoinRealServer(t *testing.T) {
 		if len(client.DNSNames)+len(client.IPAddresses) != 0 {
 			t.Errorf("client certificate has SANs %v %v", client.DNSNames, client.IPAddresses)
 		}
-		for _, host := range []string{"agent-a.test", "agent-a", "127.0.0.1", "10.9.8.7"} {
+		for _, host := range []string{"agent-a.test", "agent-a", "192.0.2.7", "10.9.8.7"} {
 			if _, err := serving.Verify(x509.VerifyOptions{Roots: caPool, DNSName: host, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
 				t.Errorf("serving certificate for %s: %v", host, err)
 			}
@@ -210,6 +210,24 @@ func TestJoinRealServer(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(cfg.DataDir, "agent", "tls", join.ClientCertFile)); !os.IsNotExist(err) {
 			t.Errorf("a certificate was stored: %v", err)
 		}
+	})
+
+	t.Run("apiserver address", func(t *testing.T) {
+		cfg := s.agent(t, "agent-l", t.TempDir())
+		cfg.NodeIPs = append(cfg.NodeIPs, net.ParseIP("127.0.0.1"))
+		_, err := join.Join(ctx, cfg)
+		if !errors.Is(err, join.ErrRejected) || !strings.Contains(err.Error(), "IP address 127.0.0.1") || !strings.Contains(err.Error(), "(403)") {
+			t.Fatalf("Join: %v, want a 403 naming 127.0.0.1", err)
+		}
+	})
+
+	t.Run("the server's own agent", func(t *testing.T) {
+		// It joins with the server's names and addresses (its host name
+		// is in the apiserver's certificate).
+		envtest.Eventually(t, "the server's own agent joined", func() (bool, error) {
+			_, err := os.Stat(filepath.Join(s.dataDir, "agent", "tls", join.ServingCertFile))
+			return err == nil, nil
+		})
 	})
 
 	t.Run("duplicate node name", func(t *testing.T) {

@@ -164,10 +164,11 @@ func TestNodePasswordNamesAgree(t *testing.T) {
 // request that reaches it.
 type recordingServer struct {
 	*httptest.Server
-	bundle *pki.Bundle
-	mu     sync.Mutex
-	seen   []*http.Request
-	bodies []string
+	bundle  *pki.Bundle
+	handler *joinHandler
+	mu      sync.Mutex
+	seen    []*http.Request
+	bodies  []string
 }
 
 func startRecordingServer(t *testing.T) *recordingServer {
@@ -176,8 +177,8 @@ func startRecordingServer(t *testing.T) *recordingServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &joinHandler{bundle: bundle, secret: "the-secret", client: fake.NewClientset(), validity: pki.LeafValidity, log: testLogger()}
-	rs := &recordingServer{bundle: bundle}
+	h := &joinHandler{bundle: bundle, secret: "the-secret", ownSecret: "own-secret", client: fake.NewClientset(), validity: pki.LeafValidity, log: testLogger()}
+	rs := &recordingServer{bundle: bundle, handler: h}
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "apiserver", http.StatusTeapot) })
 	inner := h.wrap(next)
 	rs.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -177,7 +177,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	if !p.DisableAgent {
 		components = append(components, run.Named{Name: "agent", Runnable: run.Func(func(ctx context.Context) error {
-			return agent.Run(ctx, p.agentConfig(url, token), log.With("component", "agent"))
+			return agent.Run(ctx, p.agentConfig(url, joins.ownAgentToken()), log.With("component", "agent"))
 		})})
 	}
 	return run.Group(ctx, log, components...)
