@@ -10,7 +10,8 @@ const (
 	CACertsPath = "/cacerts"
 	// CertificatesPath answers POST of a CertificatesRequest (JSON) with a
 	// CertificatesResponse. The caller authenticates with HTTP basic auth,
-	// user TokenUser and the join token's secret as password.
+	// user TokenUser and as password the secret of the agent token or of
+	// the server token.
 	CertificatesPath = "/v1-orch/node-certificates"
 	// TokenUser is the basic auth user name of CertificatesPath.
 	TokenUser = "node"

@@ -380,7 +380,8 @@ func statusError(c checked, resp *http.Response, body []byte, what string) error
 	switch code := resp.StatusCode; {
 	case code == http.StatusUnauthorized:
 		return &serverError{kind: ErrUnauthorized, msg: fmt.Sprintf("orch agent: the server at %s refused the join token (%s): "+
-			"its CA matched, so the server is the right one but the secret is wrong or was changed; copy the token again from data-dir/server/token on the server", c.Server, msg)}
+			"its CA matched, so the server is the right one but the secret is wrong or was changed; copy the token again from the server "+
+			"(an agent: data-dir/server/agent-token; a server: data-dir/server/token)", c.Server, msg)}
 	case code == http.StatusConflict:
 		return &serverError{kind: ErrNodeNameTaken, msg: "orch agent: " + msg}
 	case code == http.StatusNotFound:

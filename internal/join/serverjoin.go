@@ -27,7 +27,8 @@ const (
 	// EtcdMembersPath answers POST of an EtcdMemberRequest: the caller is
 	// added to etcd as a learner; the answer is an EtcdMemberResponse.
 	EtcdMembersPath = "/v1-orch/etcd-members"
-	// ServerUser is the basic auth user name of both.
+	// ServerUser is the basic auth user name of both. Only the server
+	// token's secret is accepted: an agent token gets 401.
 	ServerUser = "server"
 )
 
@@ -67,6 +68,9 @@ func (mine ServerSettings) Mismatch(cluster ServerSettings) string {
 type ServerBootstrap struct {
 	Files    map[string]string `json:"files"`
 	Settings ServerSettings    `json:"settings"`
+	// AgentToken is the cluster's agent token (K10<hash>::node:<secret>),
+	// which every server accepts; a server of an older version sends none.
+	AgentToken string `json:"agentToken,omitempty"`
 }
 
 // SealedBootstrap is a ServerBootstrap in JSON, sealed with the token (see
@@ -102,9 +106,17 @@ func NewServerJoin(ctx context.Context, server, token string, log *slog.Logger) 
 		return nil, fmt.Errorf("orch server: --server %q is not the URL of an orch server (e.g. https://10.0.0.1:6443)", server)
 	}
 	c := checked{Config: Config{Server: "https://" + u.Host, Log: log, Clock: clock.RealClock{}, initialBackoff: time.Second, maxBackoff: 10 * time.Second}}
-	if c.caHash, c.secret, err = pki.ParseToken(token); err != nil {
+	t, err := pki.ParseJoinToken(token)
+	if err == nil && t.User == pki.AgentTokenUser {
+		err = fmt.Errorf("%w: it is an agent token (::node:), which only joins agents; a server joins with the server token, data-dir/server/token on the first server", ErrInvalidToken)
+	}
+	if err == nil && t.Passphrase() {
+		err = fmt.Errorf("%w: it must start with K10 and look like K10<64 hex characters>::server:<secret>; copy it from data-dir/server/token on the first server", ErrInvalidToken)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("orch server: --token: %w", err)
 	}
+	c.caHash, c.secret = t.CAHash, t.Secret
 	j := &ServerJoin{c: c}
 	err = retry(ctx, c, "fetch the cluster CA", func(ctx context.Context) error {
 		j.caPEM, err = fetchCA(ctx, c)

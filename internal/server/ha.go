@@ -124,6 +124,14 @@ func (p parsed) fetchSharedFiles(ctx context.Context, log *slog.Logger) (*join.S
 			return nil, fmt.Errorf("orch server: the cluster's bootstrap data lacks %s (is %s an orch server of the same version?)", name, p.JoinServer)
 		}
 	}
+	if b.AgentToken != "" {
+		if err := p.writeAgentToken(b.AgentToken); err != nil {
+			return nil, err
+		}
+	} else {
+		log.Warn("the server joined sent no agent token (a server of an older version?): this server makes its own, and agents that join it need that one",
+			"file", p.agentTokenPath())
+	}
 	return sj, p.writeSharedFiles(b.Files, token)
 }
 

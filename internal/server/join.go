@@ -38,7 +38,11 @@ import (
 // agent's CSRs for callers that know the join token's secret.
 type joinHandler struct {
 	bundle *pki.Bundle
+	// secret is the server token's: it joins servers and agents.
 	secret string
+	// agentToken is the agent token (K10<hash>::node:<secret>), whose
+	// secret, agentSecret, only joins agents.
+	agentToken, agentSecret string
 	// ownSecret is the secret of the server's own agent, made anew at
 	// every start and never written: only that agent, inside this
 	// process, knows it. Its serving certificate may name this server's
@@ -54,8 +58,12 @@ type joinHandler struct {
 	log      *slog.Logger
 }
 
-func newJoinHandler(bundle *pki.Bundle, token string, cluster join.Cluster, loopback *rest.Config, log *slog.Logger) (*joinHandler, error) {
+func newJoinHandler(bundle *pki.Bundle, token, agentToken string, cluster join.Cluster, loopback *rest.Config, log *slog.Logger) (*joinHandler, error) {
 	_, secret, err := pki.ParseToken(token)
+	if err != nil {
+		return nil, err
+	}
+	_, agentSecret, err := pki.ParseToken(agentToken)
 	if err != nil {
 		return nil, err
 	}
@@ -67,13 +75,13 @@ func newJoinHandler(bundle *pki.Bundle, token string, cluster join.Cluster, loop
 	if _, err := rand.Read(own); err != nil {
 		return nil, err
 	}
-	return &joinHandler{bundle: bundle, secret: secret, ownSecret: hex.EncodeToString(own), cluster: cluster, client: client,
-		validity: pki.LeafValidity, log: log}, nil
+	return &joinHandler{bundle: bundle, secret: secret, agentToken: agentToken, agentSecret: agentSecret, ownSecret: hex.EncodeToString(own),
+		cluster: cluster, client: client, validity: pki.LeafValidity, log: log}, nil
 }
 
 // ownAgentToken is the token the server's own agent joins with.
 func (h *joinHandler) ownAgentToken() string {
-	return pki.FormatToken(pki.CAHash(h.bundle.CACertPEM), h.ownSecret)
+	return pki.FormatAgentToken(pki.CAHash(h.bundle.CACertPEM), h.ownSecret)
 }
 
 // wrap answers the join paths and hands every other request to next.
@@ -122,7 +130,7 @@ func (h *joinHandler) serveCertificates(w http.ResponseWriter, r *http.Request) 
 		h.log.Warn("refused a node certificate request with a wrong join token secret", "remote", remote)
 		w.Header().Set("WWW-Authenticate", `Basic realm="orch join"`)
 		writeJoinError(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized,
-			"the join token's secret is wrong: copy the token from data-dir/server/token on the server and pass it with --token")
+			"the join token's secret is wrong: copy the agent token from data-dir/server/agent-token (or the server token from data-dir/server/token) on the server and pass it with --token")
 		return
 	}
 	var req join.CertificatesRequest
@@ -197,11 +205,20 @@ func (h *joinHandler) sign(csrs checkedCSRs) (join.CertificatesResponse, error) 
 	return resp, nil
 }
 
-// authorized checks HTTP basic auth against TokenUser and the token
-// secret or the own agent's, in constant time (both sides are hashed first
-// so lengths do not leak).
+// authorized checks HTTP basic auth: user TokenUser with the secret of the
+// server token, the agent token or the own agent's, each compared in
+// constant time (both sides are hashed first so lengths do not leak).
 func (h *joinHandler) authorized(r *http.Request) bool {
-	return h.authorizedAs(r, join.TokenUser) || h.isOwnAgent(r)
+	user, password, ok := r.BasicAuth()
+	if !ok || !constantTimeEqual(user, join.TokenUser) {
+		return false
+	}
+	match := false
+	for _, secret := range []string{h.secret, h.agentSecret, h.ownSecret} {
+		// Every one is compared, whichever matches.
+		match = secret != "" && constantTimeEqual(password, secret) || match
+	}
+	return match
 }
 
 // isOwnAgent reports whether r comes from the server's own agent.
@@ -210,6 +227,8 @@ func (h *joinHandler) isOwnAgent(r *http.Request) bool {
 	return ok && h.ownSecret != "" && constantTimeEqual(user, join.TokenUser) && constantTimeEqual(password, h.ownSecret)
 }
 
+// authorizedAs checks HTTP basic auth against wantUser and the server
+// token's secret only.
 func (h *joinHandler) authorizedAs(r *http.Request, wantUser string) bool {
 	user, password, ok := r.BasicAuth()
 	if !ok {

@@ -212,6 +212,24 @@ func TestJoinRealServer(t *testing.T) {
 		}
 	})
 
+	t.Run("agent token", func(t *testing.T) {
+		data, err := os.ReadFile(filepath.Join(s.dataDir, "server", "agent-token"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := s.agent(t, "agent-t", t.TempDir())
+		cfg.Token = strings.TrimSpace(string(data))
+		if !strings.Contains(cfg.Token, "::node:") {
+			t.Fatalf("agent token %q", cfg.Token)
+		}
+		if _, err := join.Join(ctx, cfg); err != nil {
+			t.Fatalf("Join with the agent token: %v", err)
+		}
+		if _, err := join.NewServerJoin(ctx, s.url, cfg.Token, testLogger()); !errors.Is(err, join.ErrInvalidToken) {
+			t.Errorf("a server joining with the agent token: %v", err)
+		}
+	})
+
 	t.Run("apiserver address", func(t *testing.T) {
 		cfg := s.agent(t, "agent-l", t.TempDir())
 		cfg.NodeIPs = append(cfg.NodeIPs, net.ParseIP("127.0.0.1"))

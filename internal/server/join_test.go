@@ -177,7 +177,8 @@ func startRecordingServer(t *testing.T) *recordingServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &joinHandler{bundle: bundle, secret: "the-secret", ownSecret: "own-secret", client: fake.NewClientset(), validity: pki.LeafValidity, log: testLogger()}
+	h := &joinHandler{bundle: bundle, secret: "the-secret", ownSecret: "own-secret", client: fake.NewClientset(), validity: pki.LeafValidity, log: testLogger(),
+		agentToken: pki.FormatAgentToken(pki.CAHash(bundle.CACertPEM), "agent-secret"), agentSecret: "agent-secret"}
 	rs := &recordingServer{bundle: bundle, handler: h}
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "apiserver", http.StatusTeapot) })
 	inner := h.wrap(next)

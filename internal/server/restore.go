@@ -43,8 +43,9 @@ func readSharedFiles(tlsDir string) (map[string]string, error) {
 	return files, nil
 }
 
-// storeBootstrap writes the sealed shared files to etcd.
-func storeBootstrap(ctx context.Context, client *clientv3.Client, tlsDir, token string) error {
+// storeBootstrap writes the sealed shared files, and the agent token, to
+// etcd.
+func storeBootstrap(ctx context.Context, client *clientv3.Client, tlsDir, token, agentToken string) error {
 	_, secret, err := pki.ParseToken(token)
 	if err != nil {
 		return err
@@ -53,6 +54,7 @@ func storeBootstrap(ctx context.Context, client *clientv3.Client, tlsDir, token 
 	if err != nil {
 		return err
 	}
+	files[agentTokenKey] = agentToken
 	plain, err := json.Marshal(files)
 	if err != nil {
 		return err
@@ -109,9 +111,16 @@ func (p parsed) restoreSnapshot(ctx context.Context, log *slog.Logger) error {
 }
 
 // writeSharedFiles puts the cluster's shared files (from a joined server
-// or a snapshot) and its token where pki.Ensure and EnsureToken find them.
+// or a snapshot), its token and its agent token (a snapshot's, under
+// agentTokenKey) where pki.Ensure and ensureTokens find them.
 func (p parsed) writeSharedFiles(files map[string]string, token string) error {
 	for rel, data := range files {
+		if rel == agentTokenKey {
+			if err := p.writeAgentToken(data); err != nil {
+				return err
+			}
+			continue
+		}
 		if !slices.Contains(sharedFiles, rel) {
 			return fmt.Errorf("orch server: the cluster's shared files name an unexpected file %q", rel)
 		}
