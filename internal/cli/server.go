@@ -44,8 +44,8 @@ func serverFlags() []cli.Flag {
 		&cli.StringFlag{Name: "cluster-reset-restore-path", Usage: "the etcd snapshot --cluster-reset restores (with --token on a new host)"},
 		&cli.BoolFlag{Name: "cluster-init", Usage: "start a cluster other servers can join (etcd listens on the advertise address with TLS)"},
 		&cli.StringFlag{Name: "server", Aliases: []string{"s"}, Usage: "URL of a server of the cluster this server joins, e.g. https://10.0.0.1:6443 (with --token)"},
-		&cli.StringFlag{Name: "token", Aliases: []string{"t"}, EnvVars: []string{"ORCH_TOKEN"}, Usage: "the cluster's server token, to join it with --server (the first server's data-dir/server/token); " +
-			"it joins servers and agents and opens the cluster's keys: keep it for servers"},
+		&cli.StringFlag{Name: "token", Aliases: []string{"t"}, EnvVars: []string{"ORCH_TOKEN"}, Usage: "the cluster's server token: with --server, to join the cluster (the first server's data-dir/server/token); " +
+			"without, on the first server, a full token or a passphrase that becomes its secret; it joins servers and agents and opens the cluster's keys: keep it for servers"},
 		&cli.StringFlag{Name: "token-file", EnvVars: []string{"ORCH_TOKEN_FILE"}, Usage: "file holding the server token (used when --token is not given)"},
 		&cli.StringFlag{Name: "agent-token", EnvVars: []string{"ORCH_AGENT_TOKEN"}, Usage: "the agent token, which joins agents only (K10<hash>::node:<secret> or a passphrase); " +
 			"default: generated at the first start into data-dir/server/agent-token"},

@@ -177,15 +177,16 @@ func TestConfigErrors(t *testing.T) {
 		want   string
 		is     error
 	}{
-		"no server":        {func(c *Config) { c.Server = "" }, "--server", nil},
-		"http server":      {func(c *Config) { c.Server = "http://10.0.0.1:6443" }, "--server", nil},
-		"empty token":      {func(c *Config) { c.Token = "" }, "empty", ErrInvalidToken},
-		"no prefix":        {func(c *Config) { c.Token = "abc::server:x" }, "K10", ErrInvalidToken},
-		"short hash":       {func(c *Config) { c.Token = "K10abcd::server:x" }, "64 hex", ErrInvalidToken},
-		"no secret":        {func(c *Config) { c.Token = "K10" + strings.Repeat("a", 64) + "::server:" }, "secret", ErrInvalidToken},
-		"upper node name":  {func(c *Config) { c.NodeName = "Node_1" }, "--node-name", nil},
-		"no data dir":      {func(c *Config) { c.DataDir = "" }, "--data-dir", nil},
-		"invalid hostname": {func(c *Config) { c.Hostname = "a..b" }, "hostname", nil},
+		"no server":         {func(c *Config) { c.Server = "" }, "--server", nil},
+		"http server":       {func(c *Config) { c.Server = "http://10.0.0.1:6443" }, "--server", nil},
+		"empty token":       {func(c *Config) { c.Token = "" }, "empty", ErrInvalidToken},
+		"spaced passphrase": {func(c *Config) { c.Token = "two words" }, "spaces", ErrInvalidToken},
+		"K10 without ::":    {func(c *Config) { c.Token = "K10abc" }, `"::" is missing`, ErrInvalidToken},
+		"short hash":        {func(c *Config) { c.Token = "K10abcd::server:x" }, "64 hex", ErrInvalidToken},
+		"no secret":         {func(c *Config) { c.Token = "K10" + strings.Repeat("a", 64) + "::server:" }, "secret", ErrInvalidToken},
+		"upper node name":   {func(c *Config) { c.NodeName = "Node_1" }, "--node-name", nil},
+		"no data dir":       {func(c *Config) { c.DataDir = "" }, "--data-dir", nil},
+		"invalid hostname":  {func(c *Config) { c.Hostname = "a..b" }, "hostname", nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := f.config(t, t.TempDir())

@@ -110,20 +110,28 @@ func NewServerJoin(ctx context.Context, server, token string, log *slog.Logger) 
 	if err == nil && t.User == pki.AgentTokenUser {
 		err = fmt.Errorf("%w: it is an agent token (::node:), which only joins agents; a server joins with the server token, data-dir/server/token on the first server", ErrInvalidToken)
 	}
-	if err == nil && t.Passphrase() {
-		err = fmt.Errorf("%w: it must start with K10 and look like K10<64 hex characters>::server:<secret>; copy it from data-dir/server/token on the first server", ErrInvalidToken)
-	}
 	if err != nil {
 		return nil, fmt.Errorf("orch server: --token: %w", err)
 	}
-	c.caHash, c.secret = t.CAHash, t.Secret
+	c.caHash, c.secret, c.passphrase = t.CAHash, t.Secret, t.Passphrase()
 	j := &ServerJoin{c: c}
 	err = retry(ctx, c, "fetch the cluster CA", func(ctx context.Context) error {
 		j.caPEM, err = fetchCA(ctx, c)
 		return err
 	})
+	if err == nil && c.passphrase {
+		warnTrustOnFirstUse(c, j.caPEM, pki.ServerTokenUser)
+	}
 	return j, err
 }
+
+// CAPEM is the cluster CA the server sent, checked against the token's
+// hash (or, for a passphrase, trusted on first use).
+func (j *ServerJoin) CAPEM() []byte { return j.caPEM }
+
+// Token is the full server token K10<hash>::server:<secret> of the
+// cluster: the one given, or the passphrase with the CA's hash.
+func (j *ServerJoin) Token() string { return pki.FormatToken(pki.CAHash(j.caPEM), j.c.secret) }
 
 // Bootstrap fetches and opens the cluster's shared files and settings.
 func (j *ServerJoin) Bootstrap(ctx context.Context) (*ServerBootstrap, error) {

@@ -148,6 +148,40 @@ func EnsureToken(path string, caCertPEM []byte) (string, error) {
 	return ensureToken(path, caCertPEM, ServerTokenUser)
 }
 
+// EnsureServerToken is EnsureToken with the server's --token: given, a
+// full server token for this CA or a passphrase, is the secret of the
+// token created on first use, and must be the file's secret after that
+// (a server token does not change under a running cluster).
+func EnsureServerToken(path string, caCertPEM []byte, given string) (string, error) {
+	if strings.TrimSpace(given) == "" {
+		return EnsureToken(path, caCertPEM)
+	}
+	t, err := ParseJoinToken(given)
+	if err != nil {
+		return "", err
+	}
+	caHash := CAHash(caCertPEM)
+	switch {
+	case t.User == AgentTokenUser:
+		return "", fmt.Errorf("%w: it is an agent token (::node:), which only joins agents; give the server token or a passphrase", ErrInvalidToken)
+	case !t.Passphrase() && t.CAHash != caHash:
+		return "", fmt.Errorf("%w: it names the CA hash %s, but this server's CA has hash %s", ErrCAHashMismatch, t.CAHash, caHash)
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		token := FormatToken(caHash, t.Secret)
+		return token, writeToken(path, token)
+	}
+	token, err := EnsureToken(path, caCertPEM)
+	if err != nil {
+		return "", err
+	}
+	if _, secret, _ := ParseToken(token); subtle.ConstantTimeCompare([]byte(secret), []byte(t.Secret)) != 1 {
+		return "", fmt.Errorf("%w: the token file %q holds another secret: give the cluster's token (or remove the file to make the given one the cluster's, "+
+			"then join every server and agent again with it)", ErrInvalidToken, path)
+	}
+	return token, nil
+}
+
 // EnsureAgentToken returns the agent token kept in path (mode 0600): the
 // given one (a full agent token for this CA or a passphrase, which
 // becomes its secret) when given, else the file's, else one with a new

@@ -202,3 +202,45 @@ func TestVerifyCAHash(t *testing.T) {
 		})
 	}
 }
+
+func TestEnsureServerToken(t *testing.T) {
+	caPEM := []byte("ca")
+	hash := CAHash(caPEM)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "server", "token")
+	got, err := EnsureServerToken(path, caPEM, " my-passphrase\n")
+	if want := "K10" + hash + "::server:my-passphrase"; err != nil || got != want {
+		t.Fatalf("first start with a passphrase: %q, %v; want %q", got, err, want)
+	}
+	if data, _ := os.ReadFile(path); strings.TrimSpace(string(data)) != got {
+		t.Errorf("file holds %q, want the full token", data)
+	}
+	for _, tc := range []struct {
+		name, given, wantErr string
+	}{
+		{name: "the same passphrase", given: "my-passphrase"},
+		{name: "the full token", given: "K10" + hash + "::server:my-passphrase"},
+		{name: "nothing given", given: ""},
+		{name: "another passphrase", given: "other", wantErr: "holds another secret"},
+		{name: "another CA", given: "K10" + strings.Repeat("0", 64) + "::server:my-passphrase", wantErr: "CA hash"},
+		{name: "an agent token", given: "K10" + hash + "::node:my-passphrase", wantErr: "agent token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			token, err := EnsureServerToken(path, caPEM, tc.given)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || token != got {
+				t.Errorf("%q, %v; want %q", token, err, got)
+			}
+		})
+	}
+	// A full token on a first start keeps its secret.
+	other := filepath.Join(dir, "other")
+	if token, err := EnsureServerToken(other, caPEM, "K10"+hash+"::server:full"); err != nil || token != "K10"+hash+"::server:full" {
+		t.Errorf("first start with a full token: %q, %v", token, err)
+	}
+}

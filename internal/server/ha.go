@@ -124,6 +124,10 @@ func (p parsed) fetchSharedFiles(ctx context.Context, log *slog.Logger) (*join.S
 			return nil, fmt.Errorf("orch server: the cluster's bootstrap data lacks %s (is %s an orch server of the same version?)", name, p.JoinServer)
 		}
 	}
+	if b.Files[pki.CACertFile] != string(sj.CAPEM()) {
+		return nil, fmt.Errorf("orch server: the cluster's bootstrap data holds another CA than the one %s serves; is it an orch server of the same version?", p.JoinServer)
+	}
+	token = sj.Token() // the full form, also for a passphrase
 	if b.AgentToken != "" {
 		if err := p.writeAgentToken(b.AgentToken); err != nil {
 			return nil, err

@@ -36,7 +36,7 @@ type testServer struct {
 	caPEM               []byte
 }
 
-func startTestServer(t *testing.T) *testServer {
+func startTestServer(t *testing.T, options ...func(*Config)) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := Config{
@@ -44,6 +44,9 @@ func startTestServer(t *testing.T) *testServer {
 		HTTPSPort: envtest.FreePort(t), BindAddress: "127.0.0.1", AdvertiseAddress: "127.0.0.1",
 		ClusterCIDR: "10.42.0.0/16", ServiceCIDR: "10.43.0.0/16", ClusterDNS: "10.43.0.10", ClusterDomain: "cluster.local",
 		EtcdClientPort: envtest.FreePort(t), EtcdPeerPort: envtest.FreePort(t), UnsafeNoFsync: true,
+	}
+	for _, option := range options {
+		option(&cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -95,11 +95,11 @@ func (p parsed) restoreSnapshot(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	_, secret, err := pki.ParseToken(token)
+	t, err := pki.ParseJoinToken(token)
 	if err != nil {
 		return fmt.Errorf("orch server: --token: %w", err)
 	}
-	plain, err := join.Open(secret, sealed)
+	plain, err := join.Open(t.Secret, sealed)
 	if err != nil {
 		return fmt.Errorf("orch server: the token does not open the snapshot's certificates (%w): give the token of the cluster the snapshot was taken from with --token", err)
 	}
@@ -131,6 +131,17 @@ func (p parsed) writeSharedFiles(files map[string]string, token string) error {
 		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 			return fmt.Errorf("orch server: write %s: %w", path, err)
 		}
+	}
+	t, err := pki.ParseJoinToken(token)
+	if err != nil {
+		return fmt.Errorf("orch server: --token: %w", err)
+	}
+	if t.Passphrase() { // the file holds the full form
+		ca, ok := files[pki.CACertFile]
+		if !ok {
+			return fmt.Errorf("orch server: the cluster's shared files lack %s", pki.CACertFile)
+		}
+		token = pki.FormatToken(pki.CAHash([]byte(ca)), t.Secret)
 	}
 	if err := os.WriteFile(p.tokenPath(), []byte(token+"\n"), 0o600); err != nil {
 		return fmt.Errorf("orch server: write the token: %w", err)

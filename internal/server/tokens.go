@@ -38,15 +38,30 @@ func (p parsed) agentTokenGiven() (string, error) {
 	return "", nil
 }
 
+// serverTokenGiven is --token, or the content of --token-file; "" when
+// neither is given.
+func (p parsed) serverTokenGiven() (string, error) {
+	if p.Token == "" && p.TokenFile == "" {
+		return "", nil
+	}
+	return p.joinToken()
+}
+
 // ensureTokens returns the server token and the agent token, creating
-// what is missing: the agent token is --agent-token when given (which then
+// what is missing. The server token's secret is --token's when given (a
+// full token or a passphrase: on the first server it becomes the
+// cluster's; later it must be the file's), else the file's, else a new
+// random one. The agent token is --agent-token when given (which then
 // replaces the file's), else the file's, else a new random one.
 func (p parsed) ensureTokens(caPEM []byte) (server, agent string, err error) {
-	if server, err = pki.EnsureToken(p.tokenPath(), caPEM); err != nil {
+	given, err := p.serverTokenGiven()
+	if err != nil {
 		return "", "", err
 	}
-	given, err := p.agentTokenGiven()
-	if err != nil {
+	if server, err = pki.EnsureServerToken(p.tokenPath(), caPEM, given); err != nil {
+		return "", "", fmt.Errorf("orch server: --token: %w", err)
+	}
+	if given, err = p.agentTokenGiven(); err != nil {
 		return "", "", err
 	}
 	if agent, err = pki.EnsureAgentToken(p.agentTokenPath(), caPEM, given); err != nil {
