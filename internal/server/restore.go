@@ -72,7 +72,7 @@ func storeBootstrap(ctx context.Context, client *clientv3.Client, tlsDir, token,
 // as a cluster of this one member, and puts the snapshot's certificates
 // and keys in place, opened with the token.
 func (p parsed) restoreSnapshot(ctx context.Context, log *slog.Logger) error {
-	name, peerURL := "orch", "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(p.EtcdPeerPort))
+	name, peerURL := "orch", "https://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(p.EtcdPeerPort))
 	if p.ha() {
 		var err error
 		if name, err = p.memberName(); err != nil {
