@@ -93,7 +93,7 @@ func (cfg Config) check() (checked, error) {
 	}
 	c.Token = strings.TrimSpace(c.Token)
 	if c.Token == "" {
-		return c, fmt.Errorf("orch agent: --token or --token-file is required (the join token in %s/server/token on the server)", DefaultDataDir)
+		return c, fmt.Errorf("orch agent: --token or --token-file is required (the agent token in %s/server/agent-token on the server)", DefaultDataDir)
 	}
 	if c.DataDir == "" {
 		c.DataDir = DefaultDataDir

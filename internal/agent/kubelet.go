@@ -75,7 +75,7 @@ func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kub
 		return nil, err
 	}
 	cni := network.NewCNIConfigWriter(cniConfig(c), client, rt, log)
-	netParts, err := clusterNetwork(c, cluster, client, cni, log)
+	netParts, err := clusterNetwork(c, cluster, creds, cni, log)
 	if err != nil {
 		return nil, err
 	}

@@ -21,20 +21,33 @@ import (
 // other nodes' pods and masquerade (network.Router), the Service proxy
 // (proxy.Proxier, unless --disable-proxy) and the cluster DNS, which
 // answers on the pod network's gateway once cni knows the node's podCIDR.
-func clusterNetwork(c checked, cluster join.Cluster, client kubernetes.Interface, cni *network.CNIConfigWriter, log *slog.Logger) ([]run.Named, error) {
+// Each acts under its own identity (see componentClient).
+func clusterNetwork(c checked, cluster join.Cluster, creds *join.Credentials, cni *network.CNIConfigWriter, log *slog.Logger) ([]run.Named, error) {
+	routesClient, err := componentClient(creds, join.NetworkUser, "pod routes", log)
+	if err != nil {
+		return nil, err
+	}
 	router, err := network.NewRouter(network.RouteConfig{
 		NodeName: c.NodeName, NodeIP: c.ips[0], Backend: c.NetworkBackend, ClusterCIDR: cluster.ClusterCIDR,
-	}, client, log)
+	}, routesClient, log)
 	if err != nil {
 		return nil, err
 	}
 	parts := []run.Named{{Name: "pod routes", Runnable: router}}
 	if !c.DisableProxy {
-		p, err := proxy.New(proxy.Config{NodeName: c.NodeName, NodeIPs: c.ips, ClusterCIDR: cluster.ClusterCIDR}, client, log)
+		proxyClient, err := componentClient(creds, join.KubeProxyUser, "service proxy", log)
+		if err != nil {
+			return nil, err
+		}
+		p, err := proxy.New(proxy.Config{NodeName: c.NodeName, NodeIPs: c.ips, ClusterCIDR: cluster.ClusterCIDR}, proxyClient, log)
 		if err != nil {
 			return nil, err
 		}
 		parts = append(parts, run.Named{Name: "service proxy", Runnable: p})
+	}
+	dnsClient, err := componentClient(creds, join.DNSUser, "cluster DNS", log)
+	if err != nil {
+		return nil, err
 	}
 	parts = append(parts, run.Named{Name: "cluster DNS", Runnable: run.Func(func(ctx context.Context) error {
 		select {
@@ -49,7 +62,7 @@ func clusterNetwork(c checked, cluster join.Cluster, client kubernetes.Interface
 		addr := func(port int) string { return net.JoinHostPort(gw.String(), fmt.Sprint(port)) }
 		server, err := dns.New(dns.Config{
 			Domain: cluster.Domain, Listen: []string{addr(dns.Port)}, MetricsAddr: addr(dns.MetricsPort), ResolvConf: c.ResolvConf,
-		}, client, log)
+		}, dnsClient, log)
 		if err != nil {
 			return err
 		}
@@ -57,6 +70,21 @@ func clusterNetwork(c checked, cluster join.Cluster, client kubernetes.Interface
 		return server.Start(ctx)
 	})})
 	return parts, nil
+}
+
+// componentClient is a client of the servers as component user. A server
+// of an older version issues no certificate for it: the component then
+// acts as the node, which the authorizer may not allow, so say so.
+func componentClient(creds *join.Credentials, user, component string, log *slog.Logger) (kubernetes.Interface, error) {
+	if !creds.HasIdentity(user) {
+		log.Warn("the server issued no certificate for the component's identity (a server of an older version?): "+
+			"it uses the node's identity until the certificates are renewed; upgrade the servers", "component", component, "user", user)
+	}
+	client, err := kubernetes.NewForConfig(creds.RESTConfigFor(user))
+	if err != nil {
+		return nil, fmt.Errorf("orch agent: client for the %s: %w", component, err)
+	}
+	return client, nil
 }
 
 // Cleanup removes what the agent's cluster network wrote into the host:

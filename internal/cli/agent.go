@@ -34,7 +34,8 @@ func agentFlags() []cli.Flag {
 	return append([]cli.Flag{
 		configFlag(),
 		&cli.StringFlag{Name: "server", Aliases: []string{"s"}, EnvVars: []string{"ORCH_URL"}, Usage: "URL of an orch server, e.g. https://10.0.0.1:6443 (required)"},
-		&cli.StringFlag{Name: "token", Aliases: []string{"t"}, EnvVars: []string{"ORCH_TOKEN"}, Usage: "join token (the server's data-dir/server/token)"},
+		&cli.StringFlag{Name: "token", Aliases: []string{"t"}, EnvVars: []string{"ORCH_TOKEN"}, Usage: "join token: the agent token (the server's data-dir/server/agent-token; " +
+			"the server token data-dir/server/token works too), or a passphrase, which trusts the server's CA on first use"},
 		&cli.StringFlag{Name: "token-file", EnvVars: []string{"ORCH_TOKEN_FILE"}, Usage: "file holding the join token (used when --token is not given)"},
 		&cli.StringFlag{Name: "data-dir", Value: agent.DefaultDataDir, Usage: "where orch keeps its state"},
 		&cli.StringSliceFlag{Name: "node-ip", Usage: "IP addresses of this node, repeated or comma-separated (default: the host's first non-loopback IPv4 address)"},

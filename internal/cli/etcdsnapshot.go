@@ -36,7 +36,8 @@ func etcdSnapshotCommand() *cli.Command {
 				ArgsUsage: " ",
 				Flags: append(snapshotFlags(),
 					&cli.StringFlag{Name: "name", Value: etcdsnapshot.DefaultName, Usage: "name of the snapshot; the file is NAME-NODE-UNIXSECONDS.db"},
-					&cli.StringFlag{Name: "etcd-endpoint", Value: defaultEtcdEndpoint, Usage: "client URL of this host's etcd; when not given, https://127.0.0.1:2379 is tried first if DATA-DIR/server/tls/etcd holds the etcd client certificate"},
+					&cli.StringFlag{Name: "etcd-endpoint", Value: defaultEtcdEndpoint, Usage: "client URL of this host's etcd; with the etcd client certificate in DATA-DIR/server/tls/etcd " +
+						"(every server's etcd wants it), an http:// URL is tried as https:// first"},
 					&cli.DurationFlag{Name: "timeout", Value: 10 * time.Minute, Usage: "give up after this long"},
 				),
 				Before: loadSnapshotConfig,
@@ -175,7 +176,7 @@ func runSnapshotSave(c *cli.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 	defer cancel()
-	client, err := connectEtcd(ctx, c.String("data-dir"), c.String("etcd-endpoint"), c.IsSet("etcd-endpoint"))
+	client, err := connectEtcd(ctx, c.String("data-dir"), c.String("etcd-endpoint"))
 	if err != nil {
 		return fail(err)
 	}
@@ -235,9 +236,10 @@ func runSnapshotPrune(c *cli.Context) error {
 }
 
 // connectEtcd returns a client of the local etcd at endpoint. With the
-// etcd client certificate in data-dir/server/tls/etcd (an HA server) it
-// speaks TLS, and when the endpoint was not given it tries https first.
-func connectEtcd(ctx context.Context, dataDir, endpoint string, endpointSet bool) (*clientv3.Client, error) {
+// etcd client certificate in data-dir/server/tls/etcd (which every server
+// has: its etcd wants it) it speaks TLS with it, and tries an http://
+// endpoint as https:// first (an older server's etcd spoke plain HTTP).
+func connectEtcd(ctx context.Context, dataDir, endpoint string) (*clientv3.Client, error) {
 	tlsDir := filepath.Join(dataDir, "server", "tls", "etcd")
 	tlsInfo := transport.TLSInfo{
 		TrustedCAFile: filepath.Join(tlsDir, "ca.crt"),
@@ -253,8 +255,8 @@ func connectEtcd(ctx context.Context, dataDir, endpoint string, endpointSet bool
 		tlsConfig = cfg
 	}
 	endpoints := []string{endpoint}
-	if !endpointSet && tlsConfig != nil {
-		endpoints = []string{strings.Replace(endpoint, "http://", "https://", 1), endpoint}
+	if tlsConfig != nil && strings.HasPrefix(endpoint, "http://") {
+		endpoints = []string{"https://" + strings.TrimPrefix(endpoint, "http://"), endpoint}
 	}
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Host == "" {

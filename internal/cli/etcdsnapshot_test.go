@@ -176,9 +176,18 @@ func TestEtcdSnapshotSaveOverTLS(t *testing.T) {
 	if len(list) != 1 {
 		t.Fatalf("snapshots after save over TLS: %v", list)
 	}
-	// Without --etcd-endpoint, the default http URL becomes https when the
-	// client certificate is there (an HA server's etcd speaks only TLS).
-	client, err := connectEtcd(ctx, dataDir, "http://"+addr, false)
+	defer func() {
+		if list, _ := etcdsnapshot.List(etcdsnapshot.DefaultDir(dataDir)); len(list) != 2 {
+			t.Errorf("snapshots after a save with an http endpoint: %v, want 2", list)
+		}
+	}()
+	// An http URL, the default's or one given, becomes https when the
+	// client certificate is there (every server's etcd speaks only TLS).
+	if _, err := runSnapshot(t, "save", "--config", emptyConfig(t), "--data-dir", dataDir, "--node-name", "n",
+		"--etcd-endpoint", "http://"+addr, "--name", "given-http"); err != nil {
+		t.Fatalf("save with --etcd-endpoint http://: %v", err)
+	}
+	client, err := connectEtcd(ctx, dataDir, "http://"+addr)
 	if err != nil {
 		t.Fatalf("connect with the default endpoint and a client certificate: %v", err)
 	}

@@ -10,7 +10,8 @@ const (
 	CACertsPath = "/cacerts"
 	// CertificatesPath answers POST of a CertificatesRequest (JSON) with a
 	// CertificatesResponse. The caller authenticates with HTTP basic auth,
-	// user TokenUser and the join token's secret as password.
+	// user TokenUser and as password the secret of the agent token or of
+	// the server token.
 	CertificatesPath = "/v1-orch/node-certificates"
 	// TokenUser is the basic auth user name of CertificatesPath.
 	TokenUser = "node"
@@ -24,6 +25,28 @@ const (
 
 // NodeUser is the user name of node name's kubelet: system:node:NAME.
 func NodeUser(name string) string { return NodeUserPrefix + name }
+
+// The identities of the agent's components that do not act as the node:
+// every node's copy of a component is the same user (CN=user, no groups),
+// as upstream's kube-proxy is. A server signs client certificates for
+// these users only.
+const (
+	// KubeProxyUser is the Service proxy (internal/proxy).
+	KubeProxyUser = "system:kube-proxy"
+	// DNSUser is the cluster DNS (internal/dns).
+	DNSUser = "system:orch-dns"
+	// NetworkUser is the pod network's routes between nodes
+	// (internal/network's Router).
+	NetworkUser = "system:orch-network"
+)
+
+// ComponentUsers are the users of the agent's components, in a fixed order.
+func ComponentUsers() []string { return []string{KubeProxyUser, DNSUser, NetworkUser} }
+
+// IsComponentUser reports whether user is one of ComponentUsers.
+func IsComponentUser(user string) bool {
+	return user == KubeProxyUser || user == DNSUser || user == NetworkUser
+}
 
 // Node password secrets: the first agent that joins as NAME stores a hash of
 // its node password in the Secret kube-system/NAME.node-password.orch; a later
@@ -60,6 +83,10 @@ type CertificatesRequest struct {
 	// ServingCSR asks for CN=system:node:NAME, O=system:nodes and the
 	// hostname, the node name and NodeIPs as SANs (no others).
 	ServingCSR string `json:"servingCSR"`
+	// ComponentCSRs ask, by user (one of ComponentUsers), for client
+	// certificates CN=user with no groups and no SANs. A server of an
+	// older version ignores them.
+	ComponentCSRs map[string]string `json:"componentCSRs,omitempty"`
 }
 
 // CertificatesResponse carries PEM certificates signed by the cluster CA.
@@ -67,6 +94,10 @@ type CertificatesResponse struct {
 	CA                 string `json:"ca"`
 	ClientCertificate  string `json:"clientCertificate"`
 	ServingCertificate string `json:"servingCertificate"`
+	// ComponentCertificates answer ComponentCSRs, by user. A server of an
+	// older version sends none: the agent's components then act as the
+	// node.
+	ComponentCertificates map[string]string `json:"componentCertificates,omitempty"`
 	// Cluster is what the node's kubelet must agree on with the server.
 	Cluster Cluster `json:"cluster"`
 }

@@ -3,7 +3,9 @@ package join
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,14 +38,13 @@ type Credentials struct {
 	// servers picks the server each new connection goes to.
 	servers *Servers
 
-	mu      sync.RWMutex
-	client  *tls.Certificate
-	serving *tls.Certificate
-	issued  *issuedCerts
+	mu     sync.RWMutex
+	live   *liveCerts
+	issued *issuedCerts
 }
 
 func newCredentials(c checked, caPEM []byte, issued *issuedCerts) (*Credentials, error) {
-	client, serving, err := checkIssued(c, caPEM, issued)
+	live, err := checkIssued(c, caPEM, issued)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +56,7 @@ func newCredentials(c checked, caPEM []byte, issued *issuedCerts) (*Credentials,
 	return &Credentials{
 		Server: c.Server, NodeName: c.NodeName, CAPEM: caPEM, KubeconfigPath: c.paths.kubeconfig,
 		caPool: pool, paths: c.paths, dialer: connrotation.NewDialer(servers.DialContext), servers: servers,
-		client: &client, serving: &serving, issued: issued,
+		live: live, issued: issued,
 	}, nil
 }
 
@@ -71,14 +72,34 @@ func (c *Credentials) Cluster() Cluster {
 func (c *Credentials) ClientCertificate() *tls.Certificate {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.client
+	return &c.live.client
+}
+
+// HasIdentity reports whether the server issued a client certificate for
+// component user (one of ComponentUsers); without one, RESTConfigFor(user)
+// acts as the node.
+func (c *Credentials) HasIdentity(user string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.live.components[user] != nil
+}
+
+// clientCertificateFor is component user's current client certificate,
+// or the node's while the server has issued none for user.
+func (c *Credentials) clientCertificateFor(user string) *tls.Certificate {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if cert := c.live.components[user]; cert != nil {
+		return cert
+	}
+	return &c.live.client
 }
 
 // ServingCertificate is the current kubelet serving certificate (Leaf set).
 func (c *Credentials) ServingCertificate() *tls.Certificate {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.serving
+	return &c.live.serving
 }
 
 // CAPool is a pool holding the cluster CA.
@@ -87,11 +108,15 @@ func (c *Credentials) CAPool() *x509.CertPool { return c.caPool }
 // ClientTLSConfig trusts the cluster CA and presents the current client
 // certificate on every handshake.
 func (c *Credentials) ClientTLSConfig() *tls.Config {
+	return c.clientTLSConfig(func() *tls.Certificate { return c.ClientCertificate() })
+}
+
+func (c *Credentials) clientTLSConfig(current func() *tls.Certificate) *tls.Config {
 	return &tls.Config{
 		RootCAs:    c.caPool,
 		MinVersion: tls.VersionTLS12,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			return c.ClientCertificate(), nil
+			return current(), nil
 		},
 	}
 }
@@ -121,7 +146,20 @@ func (c *Credentials) Servers() *Servers { return c.servers }
 // presents the current client certificate, and a renewal closes the open
 // connections so the server sees the new one (as upstream's kubelet does).
 func (c *Credentials) RESTConfig() *rest.Config {
-	tlsConfig := c.ClientTLSConfig()
+	return c.restConfig(c.ClientTLSConfig(), "orch-agent/"+c.NodeName)
+}
+
+// RESTConfigFor is RESTConfig for the agent's component user (one of
+// ComponentUsers): it presents that user's client certificate, or the
+// node's while the server has issued none for user (a server of an older
+// version; see HasIdentity). A renewal that brings the component's
+// certificate switches to it.
+func (c *Credentials) RESTConfigFor(user string) *rest.Config {
+	tlsConfig := c.clientTLSConfig(func() *tls.Certificate { return c.clientCertificateFor(user) })
+	return c.restConfig(tlsConfig, "orch-agent/"+c.NodeName+" ("+user+")")
+}
+
+func (c *Credentials) restConfig(tlsConfig *tls.Config, userAgent string) *rest.Config {
 	tlsConfig.ServerName = "kubernetes"
 	transport := utilnet.SetTransportDefaults(&http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
@@ -133,14 +171,14 @@ func (c *Credentials) RESTConfig() *rest.Config {
 	// QPS and Burst are upstream's kubelet defaults (--kube-api-qps 50,
 	// --kube-api-burst 100): client-go's own 5/10 throttles a node that
 	// starts many pods at once.
-	return &rest.Config{Host: c.Server, Transport: transport, UserAgent: "orch-agent/" + c.NodeName, QPS: 50, Burst: 100}
+	return &rest.Config{Host: c.Server, Transport: transport, UserAgent: userAgent, QPS: 50, Burst: 100}
 }
 
 // set replaces the certificates and closes the connections made with the
-// old client certificate.
-func (c *Credentials) set(client, serving tls.Certificate, issued *issuedCerts) {
+// old client certificates.
+func (c *Credentials) set(live *liveCerts, issued *issuedCerts) {
 	c.mu.Lock()
-	c.client, c.serving, c.issued = &client, &serving, issued
+	c.live, c.issued = live, issued
 	c.mu.Unlock()
 	c.dialer.CloseAll()
 }
@@ -159,17 +197,34 @@ func (c *Credentials) writeKubeconfigFor(issued *issuedCerts) error {
 }
 
 // renewAt is when the certificates are due: when a third of the life of
-// either one remains.
+// any one remains; at once (the zero time) when the stored ones predate
+// component certificates, which the server has then never been asked for.
 func (c *Credentials) renewAt() time.Time {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	if !c.issued.componentsKnown {
+		return time.Time{}
+	}
 	at := func(cert *x509.Certificate) time.Time {
 		life := cert.NotAfter.Sub(cert.NotBefore)
 		return cert.NotBefore.Add(life * 2 / 3)
 	}
-	a, b := at(c.client.Leaf), at(c.serving.Leaf)
-	if b.Before(a) {
-		return b
+	due := at(c.live.client.Leaf)
+	for _, cert := range append([]*tls.Certificate{&c.live.serving}, slices.Collect(maps.Values(c.live.components))...) {
+		if t := at(cert.Leaf); t.Before(due) {
+			due = t
+		}
 	}
-	return a
+	return due
+}
+
+// componentIdentities is which component users have a certificate now.
+func (c *Credentials) componentIdentities() map[string]bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := map[string]bool{}
+	for user := range c.live.components {
+		out[user] = true
+	}
+	return out
 }

@@ -11,7 +11,8 @@ import (
 // Sentinel errors of Join and the Renewer; test them with errors.Is. Only
 // ErrUnreachable is retried: the others need the user to change something.
 var (
-	// ErrInvalidToken means --token is not K10<hash>::server:<secret>.
+	// ErrInvalidToken means --token is neither K10<hash>::server:<secret>,
+	// K10<hash>::node:<secret> nor a passphrase.
 	ErrInvalidToken = pki.ErrInvalidToken
 	// ErrCAHashMismatch means the CA the server sent is not the one the
 	// token names; the secret was not sent.

@@ -30,14 +30,34 @@ const (
 	KubeconfigFile     = "kubelet.kubeconfig"
 	NodePasswordFile   = "node-password"
 	nodePasswordLength = 32 // bytes of randomness, hex-encoded
+	// ComponentsFile lists, one a line, the component users the server
+	// issued certificates for (empty for a server of an older version);
+	// each one's files are ComponentCertFile(user) and ComponentKeyFile(user).
+	ComponentsFile = "components"
 )
+
+// ComponentCertFile is the file of a component user's client certificate
+// in data-dir/agent/tls: client-kube-proxy.crt for system:kube-proxy.
+func ComponentCertFile(user string) string {
+	return "client-" + strings.TrimPrefix(user, "system:") + ".crt"
+}
+
+// ComponentKeyFile is the file of a component user's private key.
+func ComponentKeyFile(user string) string {
+	return "client-" + strings.TrimPrefix(user, "system:") + ".key"
+}
 
 // paths are the agent's files.
 type paths struct {
 	agent, tls                                                         string
 	ca, clientCert, clientKey, servingCert, servingKey, kubeconfig, pw string
-	cluster                                                            string
+	cluster, components                                                string
 }
+
+func (p paths) componentCert(user string) string {
+	return filepath.Join(p.tls, ComponentCertFile(user))
+}
+func (p paths) componentKey(user string) string { return filepath.Join(p.tls, ComponentKeyFile(user)) }
 
 func pathsFor(dataDir string) paths {
 	agent := filepath.Join(dataDir, "agent")
@@ -50,6 +70,7 @@ func pathsFor(dataDir string) paths {
 		kubeconfig: filepath.Join(agent, KubeconfigFile),
 		pw:         filepath.Join(agent, NodePasswordFile),
 		cluster:    filepath.Join(dir, ClusterFile),
+		components: filepath.Join(dir, ComponentsFile),
 	}
 }
 
@@ -106,18 +127,30 @@ func (p paths) store(caPEM []byte, issued *issuedCerts) error {
 	if err != nil {
 		return err
 	}
-	for _, f := range []struct {
+	type file struct {
 		path string
 		data []byte
 		mode os.FileMode
-	}{
-		{p.ca, caPEM, 0o644},
-		{p.clientKey, issued.clientKey.pem, 0o600},
-		{p.servingKey, issued.servingKey.pem, 0o600},
-		{p.clientCert, issued.clientCertPEM, 0o644},
-		{p.servingCert, issued.servingCertPEM, 0o644},
-		{p.cluster, cluster, 0o644},
-	} {
+	}
+	keys := []file{{p.clientKey, issued.clientKey.pem, 0o600}, {p.servingKey, issued.servingKey.pem, 0o600}}
+	certs := []file{{p.clientCert, issued.clientCertPEM, 0o644}, {p.servingCert, issued.servingCertPEM, 0o644}}
+	var users []string
+	for _, user := range ComponentUsers() {
+		if cc, ok := issued.components[user]; ok {
+			users = append(users, user)
+			keys = append(keys, file{p.componentKey(user), cc.key.pem, 0o600})
+			certs = append(certs, file{p.componentCert(user), cc.certPEM, 0o644})
+		}
+	}
+	list := strings.Join(users, "\n")
+	if list != "" {
+		list += "\n"
+	}
+	files := append([]file{{p.ca, caPEM, 0o644}}, keys...)
+	files = append(files, certs...)
+	// The list last: it names only files that are in place.
+	files = append(files, file{p.cluster, cluster, 0o644}, file{p.components, []byte(list), 0o644})
+	for _, f := range files {
 		if err := fsutil.WriteFileAtomic(f.path, f.data, f.mode); err != nil {
 			return fmt.Errorf("orch agent: store the node certificates: %w", err)
 		}
@@ -154,7 +187,10 @@ func loadStored(c checked) (*Credentials, error) {
 	if issued.servingKey.signer, err = pki.ParsePrivateKeyPEM(issued.servingKey.pem); err != nil {
 		return nil, err
 	}
-	if _, _, err := checkIssued(c, caPEM, issued); err != nil {
+	if issued.components, issued.componentsKnown, err = loadComponents(c.paths); err != nil {
+		return nil, err
+	}
+	if _, err := checkIssued(c, caPEM, issued); err != nil {
 		return nil, err
 	}
 	issued.cluster = DefaultCluster // what agents stored before the server sent it
@@ -175,16 +211,54 @@ func loadStored(c checked) (*Credentials, error) {
 	return creds, nil
 }
 
-// checkIssued checks that both certificates are for their keys, signed by
-// the CA for their usage, valid now, and name this node (the serving one
-// exactly its DNS names and IPs). It returns them as tls.Certificates.
-func checkIssued(c checked, caPEM []byte, issued *issuedCerts) (client, serving tls.Certificate, err error) {
+// loadComponents reads the stored component certificates and keys;
+// known is false when an agent of an older version stored the node's
+// certificates (no ComponentsFile).
+func loadComponents(p paths) (components map[string]componentCert, known bool, err error) {
+	list, err := os.ReadFile(p.components)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	components = map[string]componentCert{}
+	for _, user := range strings.Fields(string(list)) {
+		if !IsComponentUser(user) {
+			return nil, false, fmt.Errorf("%s names %q, which is not a component of the agent", p.components, user)
+		}
+		var cc componentCert
+		if cc.certPEM, err = os.ReadFile(p.componentCert(user)); err != nil {
+			return nil, false, err
+		}
+		if cc.key.pem, err = os.ReadFile(p.componentKey(user)); err != nil {
+			return nil, false, err
+		}
+		if cc.key.signer, err = pki.ParsePrivateKeyPEM(cc.key.pem); err != nil {
+			return nil, false, err
+		}
+		components[user] = cc
+	}
+	return components, true, nil
+}
+
+// liveCerts are issued certificates checked and ready for TLS.
+type liveCerts struct {
+	client, serving tls.Certificate
+	components      map[string]*tls.Certificate
+}
+
+// checkIssued checks that every certificate is for its key, signed by the
+// CA for its usage and valid now; that the node's name this node (the
+// serving one exactly its DNS names and IPs); and that each component's
+// is for its user with no groups. It returns them as tls.Certificates.
+func checkIssued(c checked, caPEM []byte, issued *issuedCerts) (*liveCerts, error) {
 	pool, err := pki.CAPoolFromPEM(caPEM)
 	if err != nil {
-		return client, serving, err
+		return nil, err
 	}
 	now := c.Clock.Now()
-	check := func(what string, certPEM []byte, key keyPair, usage x509.ExtKeyUsage) (tls.Certificate, error) {
+	check := func(what string, certPEM []byte, key keyPair, usage x509.ExtKeyUsage, user string, groups []string) (tls.Certificate, error) {
 		cert, err := pki.ParseCertificatePEM(certPEM)
 		if err != nil {
 			return tls.Certificate{}, fmt.Errorf("%s certificate: %w", what, err)
@@ -195,22 +269,34 @@ func checkIssued(c checked, caPEM []byte, issued *issuedCerts) (client, serving 
 		if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
 			return tls.Certificate{}, fmt.Errorf("%s certificate: %w", what, err)
 		}
-		if cert.Subject.CommonName != NodeUser(c.NodeName) || !slices.Equal(cert.Subject.Organization, []string{NodesGroup}) {
-			return tls.Certificate{}, fmt.Errorf("%s certificate is for %q in %v, not node %q", what, cert.Subject.CommonName, cert.Subject.Organization, c.NodeName)
+		if cert.Subject.CommonName != user || !slices.Equal(cert.Subject.Organization, groups) {
+			return tls.Certificate{}, fmt.Errorf("%s certificate is for %q in %v, not %q in %v", what, cert.Subject.CommonName, cert.Subject.Organization, user, groups)
 		}
 		return tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key.signer, Leaf: cert}, nil
 	}
-	if client, err = check("client", issued.clientCertPEM, issued.clientKey, x509.ExtKeyUsageClientAuth); err != nil {
-		return client, serving, err
+	live := &liveCerts{components: map[string]*tls.Certificate{}}
+	node := NodeUser(c.NodeName)
+	if live.client, err = check("client", issued.clientCertPEM, issued.clientKey, x509.ExtKeyUsageClientAuth, node, []string{NodesGroup}); err != nil {
+		return nil, err
 	}
-	if serving, err = check("serving", issued.servingCertPEM, issued.servingKey, x509.ExtKeyUsageServerAuth); err != nil {
-		return client, serving, err
+	if live.serving, err = check("serving", issued.servingCertPEM, issued.servingKey, x509.ExtKeyUsageServerAuth, node, []string{NodesGroup}); err != nil {
+		return nil, err
 	}
-	leaf := serving.Leaf
+	leaf := live.serving.Leaf
 	if !sameStrings(leaf.DNSNames, c.servingDNSNames()) || !sameIPs(leaf.IPAddresses, c.NodeIPs) {
-		return client, serving, fmt.Errorf("serving certificate names %v %v, the node is %v %v", leaf.DNSNames, leaf.IPAddresses, c.servingDNSNames(), c.NodeIPs)
+		return nil, fmt.Errorf("serving certificate names %v %v, the node is %v %v", leaf.DNSNames, leaf.IPAddresses, c.servingDNSNames(), c.NodeIPs)
 	}
-	return client, serving, nil
+	for user, cc := range issued.components {
+		cert, err := check(user, cc.certPEM, cc.key, x509.ExtKeyUsageClientAuth, user, nil)
+		if err != nil {
+			return nil, err
+		}
+		if len(cert.Leaf.DNSNames)+len(cert.Leaf.IPAddresses) > 0 {
+			return nil, fmt.Errorf("%s certificate names hosts %v %v; a component's client certificate names none", user, cert.Leaf.DNSNames, cert.Leaf.IPAddresses)
+		}
+		live.components[user] = &cert
+	}
+	return live, nil
 }
 
 func sameStrings(a, b []string) bool {

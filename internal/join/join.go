@@ -1,18 +1,26 @@
 // Package join is the agent's side of joining an orch cluster securely.
 //
-// Join parses the token K10<sha256 of the CA>::server:<secret>, fetches the
-// server's CA from /cacerts without trusting anything, refuses to go on if
-// its hash is not the token's, and only then, over TLS verified against
-// that CA, sends the secret with certificate requests for the node's
+// Join parses the token K10<sha256 of the CA>::node:<secret> (the agent
+// token; the server token ::server: works too), fetches the server's CA
+// from /cacerts without trusting anything, refuses to go on if its hash is
+// not the token's, and only then, over TLS verified against that CA, sends
+// the secret with certificate requests for the node's
 // kubelet: a client certificate (CN=system:node:NAME, O=system:nodes) and a
-// serving certificate for the node's hostname and IPs. Private keys never
-// leave the node. The certificates are kept in data-dir/agent/tls and
+// serving certificate for the node's hostname and IPs, and client
+// certificates for the agent's components that act under identities of
+// their own (ComponentUsers: the Service proxy, the cluster DNS, the pod
+// routes; see Credentials.RESTConfigFor). Private keys never leave the
+// node. The certificates are kept in data-dir/agent/tls and
 // reused on the next start while they are valid for the same node;
 // data-dir/agent/kubelet.kubeconfig lets the kubelet use them.
 //
-// A Renewer renews both certificates when a third of their life remains,
+// A Renewer renews all of them when a third of their life remains,
 // without a restart: Credentials hands the current ones to TLS through
 // callbacks (GetClientCertificate, GetCertificate).
+//
+// A token may also be a bare passphrase (no K10 part): the agent then
+// trusts the CA /cacerts gives on first use, with a warning naming its hash,
+// keeps it, and from then on accepts only that CA, as a full token would.
 //
 // The server side is internal/server/join.go; api.go holds the HTTP API
 // both share. This package is pure client code: it imports neither the
@@ -31,6 +39,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -68,8 +77,13 @@ type Config struct {
 // checked is Config validated, with defaults filled in and the token parsed.
 type checked struct {
 	Config
+	// caHash is the CA the server must have: the token's, or for a
+	// passphrase the one trusted on first use (pinned), or "" before that.
 	caHash, secret string
-	paths          paths
+	// passphrase: the token has no CA hash; pinned: caHash is the stored
+	// CA's, trusted on first use.
+	passphrase, pinned bool
+	paths              paths
 }
 
 func (cfg Config) check() (checked, error) {
@@ -91,9 +105,11 @@ func (cfg Config) check() (checked, error) {
 		return c, fmt.Errorf("orch agent: --server %q is not the URL of an orch server (e.g. https://10.0.0.1:6443)", cfg.Server)
 	}
 	c.Server = "https://" + u.Host
-	if c.caHash, c.secret, err = pki.ParseToken(cfg.Token); err != nil {
+	t, err := pki.ParseJoinToken(cfg.Token)
+	if err != nil {
 		return c, fmt.Errorf("orch agent: --token: %w", err)
 	}
+	c.caHash, c.secret, c.passphrase = t.CAHash, t.Secret, t.Passphrase()
 	if msgs := validation.IsDNS1123Subdomain(cfg.NodeName); len(msgs) > 0 {
 		return c, fmt.Errorf("orch agent: node name %q is not valid (%s): set --node-name to a lower-case DNS name", cfg.NodeName, strings.Join(msgs, "; "))
 	}
@@ -132,6 +148,7 @@ func Join(ctx context.Context, cfg Config) (*Credentials, error) {
 	if err := c.paths.mkdirs(); err != nil {
 		return nil, err
 	}
+	c.pinStoredCA()
 	if creds, err := loadStored(c); err == nil {
 		c.Log.Info("using the stored node certificates", "node", c.NodeName, "dir", c.paths.tls,
 			"expires", creds.ClientCertificate().Leaf.NotAfter.UTC().Format(time.RFC3339))
@@ -151,6 +168,12 @@ func Join(ctx context.Context, cfg Config) (*Credentials, error) {
 	if err != nil {
 		return nil, err
 	}
+	componentKeys := map[string]keyPair{}
+	for _, user := range ComponentUsers() {
+		if componentKeys[user], err = loadOrNewKey(c.paths.componentKey(user)); err != nil {
+			return nil, err
+		}
+	}
 	var caPEM []byte
 	var issued *issuedCerts
 	err = retry(ctx, c, "join", func(ctx context.Context) error {
@@ -158,11 +181,14 @@ func Join(ctx context.Context, cfg Config) (*Credentials, error) {
 		if caPEM, err = fetchCA(ctx, c); err != nil {
 			return err
 		}
-		issued, err = requestCertificates(ctx, c, caPEM, password, clientKey, servingKey)
+		issued, err = requestCertificates(ctx, c, caPEM, password, clientKey, servingKey, componentKeys)
 		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	if c.passphrase && !c.pinned {
+		warnTrustOnFirstUse(c, caPEM, pki.AgentTokenUser)
 	}
 	if err := c.paths.store(caPEM, issued); err != nil {
 		return nil, err
@@ -246,9 +272,17 @@ func fetchCA(ctx context.Context, c checked) ([]byte, error) {
 		return nil, &serverError{kind: ErrRejected, msg: fmt.Sprintf("orch agent: %s answered %d to GET %s: is it an orch server (of a version that serves joins)? check --server",
 			c.Server, code, CACertsPath)}
 	}
-	if err := pki.VerifyCAHash(body, c.caHash); err != nil {
+	switch err := pki.VerifyCAHash(body, c.caHash); {
+	case c.caHash == "":
+		// A passphrase, and no CA trusted yet: this one is, on first use
+		// (see warnTrustOnFirstUse).
+	case err != nil && c.pinned:
+		return nil, fmt.Errorf("orch agent: %w: the server at %s sent a CA with hash %s, not the one this node trusted on first use (%s, hash %s): "+
+			"a machine in the middle, or a new cluster; if the cluster's CA did change, remove %s, or use the full token K10<hash>::node:<passphrase>; nothing was sent",
+			ErrCAHashMismatch, c.Server, pki.CAHash(body), c.paths.ca, c.caHash, c.paths.ca)
+	case err != nil:
 		return nil, fmt.Errorf("orch agent: %w: wrong token, or a machine in the middle (the server at %s sent a CA with hash %s, "+
-			"the token names %s); copy the token again from data-dir/server/token on the server and check --server; nothing was sent",
+			"the token names %s); copy the token again from the server (data-dir/server/agent-token) and check --server; nothing was sent",
 			ErrCAHashMismatch, c.Server, pki.CAHash(body), c.caHash)
 	}
 	if _, err := pki.CAPoolFromPEM(body); err != nil {
@@ -262,11 +296,25 @@ type issuedCerts struct {
 	clientCertPEM, servingCertPEM []byte
 	clientKey, servingKey         keyPair
 	cluster                       Cluster // the settings that came with them
+	// components are the component client certificates the server
+	// issued, by user; a server of an older version issues none.
+	components map[string]componentCert
+	// componentsKnown is false for certificates an agent of an older
+	// version stored: the server was never asked for components, so the
+	// Renewer asks at once.
+	componentsKnown bool
 }
 
-// requestCertificates sends the token's secret and CSRs for both keys to
-// the server, over TLS verified against caPEM, and checks the answer.
-func requestCertificates(ctx context.Context, c checked, caPEM []byte, password string, clientKey, servingKey keyPair) (*issuedCerts, error) {
+// componentCert is a component's client certificate and key.
+type componentCert struct {
+	certPEM []byte
+	key     keyPair
+}
+
+// requestCertificates sends the token's secret and CSRs for the node's
+// keys and the components' to the server, over TLS verified against
+// caPEM, and checks the answer.
+func requestCertificates(ctx context.Context, c checked, caPEM []byte, password string, clientKey, servingKey keyPair, componentKeys map[string]keyPair) (*issuedCerts, error) {
 	user := NodeUser(c.NodeName)
 	clientCSR, err := pki.NewCSR(clientKey.signer, user, []string{NodesGroup}, nil, nil)
 	if err != nil {
@@ -277,7 +325,14 @@ func requestCertificates(ctx context.Context, c checked, caPEM []byte, password 
 		return nil, err
 	}
 	body := CertificatesRequest{NodeName: c.NodeName, Hostname: c.Hostname, NodePassword: password,
-		ClientCSR: string(clientCSR), ServingCSR: string(servingCSR)}
+		ClientCSR: string(clientCSR), ServingCSR: string(servingCSR), ComponentCSRs: map[string]string{}}
+	for component, key := range componentKeys {
+		csr, err := pki.NewCSR(key.signer, component, nil, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		body.ComponentCSRs[component] = string(csr)
+	}
 	for _, ip := range c.NodeIPs {
 		body.NodeIPs = append(body.NodeIPs, ip.String())
 	}
@@ -321,11 +376,40 @@ func requestCertificates(ctx context.Context, c checked, caPEM []byte, password 
 		return nil, fmt.Errorf("orch agent: cannot decode the server's node certificates: %w (is %s an orch server of the same version?)", err, c.Server)
 	}
 	issued := &issuedCerts{clientCertPEM: []byte(answer.ClientCertificate), servingCertPEM: []byte(answer.ServingCertificate),
-		clientKey: clientKey, servingKey: servingKey, cluster: withDefaults(answer.Cluster)}
-	if _, _, err := checkIssued(c, caPEM, issued); err != nil {
+		clientKey: clientKey, servingKey: servingKey, cluster: withDefaults(answer.Cluster),
+		components: map[string]componentCert{}, componentsKnown: true}
+	for component, certPEM := range answer.ComponentCertificates {
+		key, asked := componentKeys[component]
+		if !asked {
+			return nil, fmt.Errorf("orch agent: the server at %s sent a certificate for %q, which this agent did not ask for (is it an orch server of the same version?)", c.Server, component)
+		}
+		issued.components[component] = componentCert{certPEM: []byte(certPEM), key: key}
+	}
+	if _, err := checkIssued(c, caPEM, issued); err != nil {
 		return nil, fmt.Errorf("orch agent: the server's node certificates do not fit this node: %w (is %s an orch server of the same version?)", err, c.Server)
 	}
 	return issued, nil
+}
+
+// pinStoredCA makes a passphrase's agent trust the CA it stored on first
+// use, as a full token would name it.
+func (c *checked) pinStoredCA() {
+	if !c.passphrase || c.paths.ca == "" {
+		return
+	}
+	if data, err := os.ReadFile(c.paths.ca); err == nil {
+		if _, err := pki.CAPoolFromPEM(data); err == nil {
+			c.caHash, c.pinned = pki.CAHash(data), true
+		}
+	}
+}
+
+// warnTrustOnFirstUse says that the CA was trusted without a check, and
+// how to pin it: the full token of user with the passphrase as secret.
+func warnTrustOnFirstUse(c checked, caPEM []byte, user string) {
+	hash := pki.CAHash(caPEM)
+	c.Log.Warn(fmt.Sprintf("the token is a passphrase, with no CA hash: trusted the server's CA on first use without checking it (CA hash %s); "+
+		"use the full token K10%s::%s:<passphrase> to pin it", hash, hash, user), "server", c.Server, "ca-hash", hash)
 }
 
 func unreachable(c checked, err error) error {
@@ -342,7 +426,8 @@ func statusError(c checked, resp *http.Response, body []byte, what string) error
 	switch code := resp.StatusCode; {
 	case code == http.StatusUnauthorized:
 		return &serverError{kind: ErrUnauthorized, msg: fmt.Sprintf("orch agent: the server at %s refused the join token (%s): "+
-			"its CA matched, so the server is the right one but the secret is wrong or was changed; copy the token again from data-dir/server/token on the server", c.Server, msg)}
+			"its CA matched, so the server is the right one but the secret is wrong or was changed; copy the token again from the server "+
+			"(an agent: data-dir/server/agent-token; a server: data-dir/server/token)", c.Server, msg)}
 	case code == http.StatusConflict:
 		return &serverError{kind: ErrNodeNameTaken, msg: "orch agent: " + msg}
 	case code == http.StatusNotFound:

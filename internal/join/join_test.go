@@ -36,7 +36,13 @@ type fakeServer struct {
 	validity time.Duration
 	// answer handles POST CertificatesPath; nil signs the CSRs.
 	answer func(w http.ResponseWriter, req CertificatesRequest, n int)
+	// old makes sign ignore component CSRs, as a server of an older
+	// version does.
+	old bool
 }
+
+// whoamiPath answers with the common name of the caller's client certificate.
+const whoamiPath = "/whoami"
 
 type recorded struct {
 	method, path string
@@ -59,7 +65,9 @@ func newFakeServerAt(t *testing.T, now func() time.Time) *fakeServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	// Client certificates are asked for (never required) so /whoami can
+	// tell who called.
+	f.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequestClientCert}
 	f.StartTLS()
 	t.Cleanup(f.Close)
 	return f
@@ -86,6 +94,12 @@ func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.sign(w, req)
+	case whoamiPath:
+		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+			http.Error(w, "anonymous", http.StatusUnauthorized)
+			return
+		}
+		w.Write([]byte(r.TLS.PeerCertificates[0].Subject.CommonName))
 	default:
 		http.NotFound(w, r)
 	}
@@ -111,6 +125,28 @@ func (f *fakeServer) sign(w http.ResponseWriter, req CertificatesRequest) {
 			return
 		}
 		*c.out = string(pemData)
+	}
+	f.mu.Lock()
+	old := f.old
+	f.mu.Unlock()
+	for user, csrPEM := range req.ComponentCSRs {
+		if old {
+			break
+		}
+		csr, err := pki.ParseCSRPEM([]byte(csrPEM))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		_, pemData, err := f.bundle.SignCSR(csr, x509.ExtKeyUsageClientAuth, f.validity)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		if resp.ComponentCertificates == nil {
+			resp.ComponentCertificates = map[string]string{}
+		}
+		resp.ComponentCertificates[user] = string(pemData)
 	}
 	resp.CA = string(f.bundle.CACertPEM)
 	json.NewEncoder(w).Encode(resp)
@@ -141,15 +177,16 @@ func TestConfigErrors(t *testing.T) {
 		want   string
 		is     error
 	}{
-		"no server":        {func(c *Config) { c.Server = "" }, "--server", nil},
-		"http server":      {func(c *Config) { c.Server = "http://10.0.0.1:6443" }, "--server", nil},
-		"empty token":      {func(c *Config) { c.Token = "" }, "empty", ErrInvalidToken},
-		"no prefix":        {func(c *Config) { c.Token = "abc::server:x" }, "K10", ErrInvalidToken},
-		"short hash":       {func(c *Config) { c.Token = "K10abcd::server:x" }, "64 hex", ErrInvalidToken},
-		"no secret":        {func(c *Config) { c.Token = "K10" + strings.Repeat("a", 64) + "::server:" }, "secret", ErrInvalidToken},
-		"upper node name":  {func(c *Config) { c.NodeName = "Node_1" }, "--node-name", nil},
-		"no data dir":      {func(c *Config) { c.DataDir = "" }, "--data-dir", nil},
-		"invalid hostname": {func(c *Config) { c.Hostname = "a..b" }, "hostname", nil},
+		"no server":         {func(c *Config) { c.Server = "" }, "--server", nil},
+		"http server":       {func(c *Config) { c.Server = "http://10.0.0.1:6443" }, "--server", nil},
+		"empty token":       {func(c *Config) { c.Token = "" }, "empty", ErrInvalidToken},
+		"spaced passphrase": {func(c *Config) { c.Token = "two words" }, "spaces", ErrInvalidToken},
+		"K10 without ::":    {func(c *Config) { c.Token = "K10abc" }, `"::" is missing`, ErrInvalidToken},
+		"short hash":        {func(c *Config) { c.Token = "K10abcd::server:x" }, "64 hex", ErrInvalidToken},
+		"no secret":         {func(c *Config) { c.Token = "K10" + strings.Repeat("a", 64) + "::server:" }, "secret", ErrInvalidToken},
+		"upper node name":   {func(c *Config) { c.NodeName = "Node_1" }, "--node-name", nil},
+		"no data dir":       {func(c *Config) { c.DataDir = "" }, "--data-dir", nil},
+		"invalid hostname":  {func(c *Config) { c.Hostname = "a..b" }, "hostname", nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := f.config(t, t.TempDir())

@@ -105,11 +105,17 @@ func (r *Renewer) renew(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	issued, err := requestCertificates(ctx, r.cfg, r.creds.CAPEM, password, clientKey, servingKey)
+	componentKeys := map[string]keyPair{}
+	for _, user := range ComponentUsers() {
+		if componentKeys[user], err = newKeyPair(); err != nil {
+			return err
+		}
+	}
+	issued, err := requestCertificates(ctx, r.cfg, r.creds.CAPEM, password, clientKey, servingKey, componentKeys)
 	if err != nil {
 		return err
 	}
-	client, serving, err := checkIssued(r.cfg, r.creds.CAPEM, issued)
+	live, err := checkIssued(r.cfg, r.creds.CAPEM, issued)
 	if err != nil {
 		return fmt.Errorf("orch agent: renewed certificates do not fit: %w", err)
 	}
@@ -121,6 +127,15 @@ func (r *Renewer) renew(ctx context.Context) error {
 	if err := r.creds.writeKubeconfigFor(issued); err != nil {
 		return err
 	}
-	r.creds.set(client, serving, issued)
+	had := r.creds.componentIdentities()
+	r.creds.set(live, issued)
+	for _, user := range ComponentUsers() {
+		switch _, has := live.components[user]; {
+		case has && !had[user]:
+			r.log.Info("the server issued a certificate for the component: it now acts under its own identity", "user", user)
+		case !has && had[user]:
+			r.log.Warn("the server issued no certificate for the component this time (a server of an older version?): it acts as the node until it does", "user", user)
+		}
+	}
 	return nil
 }

@@ -149,11 +149,26 @@ func TestRenewAt(t *testing.T) {
 	cert := func(days int) *x509.Certificate {
 		return &x509.Certificate{NotBefore: now, NotAfter: now.Add(time.Duration(days) * 24 * time.Hour)}
 	}
-	c := &Credentials{}
-	c.client, c.serving = tlsCert(cert(300)), tlsCert(cert(30))
-	if got, want := c.renewAt(), now.Add(20*24*time.Hour); !got.Equal(want) {
-		t.Errorf("renewAt = %s, want %s (two thirds of the shorter life)", got, want)
+	for name, tc := range map[string]struct {
+		live  liveCerts
+		known bool
+		want  time.Time
+	}{
+		"serving shorter": {liveCerts{client: tlsCert(cert(300)), serving: tlsCert(cert(30))}, true, now.Add(20 * 24 * time.Hour)},
+		"client shorter":  {liveCerts{client: tlsCert(cert(30)), serving: tlsCert(cert(300))}, true, now.Add(20 * 24 * time.Hour)},
+		"a component shorter": {liveCerts{client: tlsCert(cert(300)), serving: tlsCert(cert(300)),
+			components: map[string]*tls.Certificate{KubeProxyUser: ptr(tlsCert(cert(300))), DNSUser: ptr(tlsCert(cert(3)))}}, true, now.Add(2 * 24 * time.Hour)},
+		"stored before components": {liveCerts{client: tlsCert(cert(300)), serving: tlsCert(cert(300))}, false, time.Time{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := &Credentials{live: &tc.live, issued: &issuedCerts{componentsKnown: tc.known}}
+			if got := c.renewAt(); !got.Equal(tc.want) {
+				t.Errorf("renewAt = %s, want %s (two thirds of the shortest life)", got, tc.want)
+			}
+		})
 	}
 }
 
-func tlsCert(leaf *x509.Certificate) *tls.Certificate { return &tls.Certificate{Leaf: leaf} }
+func ptr[T any](v T) *T { return &v }
+
+func tlsCert(leaf *x509.Certificate) tls.Certificate { return tls.Certificate{Leaf: leaf} }

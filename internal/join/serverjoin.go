@@ -27,7 +27,8 @@ const (
 	// EtcdMembersPath answers POST of an EtcdMemberRequest: the caller is
 	// added to etcd as a learner; the answer is an EtcdMemberResponse.
 	EtcdMembersPath = "/v1-orch/etcd-members"
-	// ServerUser is the basic auth user name of both.
+	// ServerUser is the basic auth user name of both. Only the server
+	// token's secret is accepted: an agent token gets 401.
 	ServerUser = "server"
 )
 
@@ -67,6 +68,9 @@ func (mine ServerSettings) Mismatch(cluster ServerSettings) string {
 type ServerBootstrap struct {
 	Files    map[string]string `json:"files"`
 	Settings ServerSettings    `json:"settings"`
+	// AgentToken is the cluster's agent token (K10<hash>::node:<secret>),
+	// which every server accepts; a server of an older version sends none.
+	AgentToken string `json:"agentToken,omitempty"`
 }
 
 // SealedBootstrap is a ServerBootstrap in JSON, sealed with the token (see
@@ -102,16 +106,32 @@ func NewServerJoin(ctx context.Context, server, token string, log *slog.Logger) 
 		return nil, fmt.Errorf("orch server: --server %q is not the URL of an orch server (e.g. https://10.0.0.1:6443)", server)
 	}
 	c := checked{Config: Config{Server: "https://" + u.Host, Log: log, Clock: clock.RealClock{}, initialBackoff: time.Second, maxBackoff: 10 * time.Second}}
-	if c.caHash, c.secret, err = pki.ParseToken(token); err != nil {
+	t, err := pki.ParseJoinToken(token)
+	if err == nil && t.User == pki.AgentTokenUser {
+		err = fmt.Errorf("%w: it is an agent token (::node:), which only joins agents; a server joins with the server token, data-dir/server/token on the first server", ErrInvalidToken)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("orch server: --token: %w", err)
 	}
+	c.caHash, c.secret, c.passphrase = t.CAHash, t.Secret, t.Passphrase()
 	j := &ServerJoin{c: c}
 	err = retry(ctx, c, "fetch the cluster CA", func(ctx context.Context) error {
 		j.caPEM, err = fetchCA(ctx, c)
 		return err
 	})
+	if err == nil && c.passphrase {
+		warnTrustOnFirstUse(c, j.caPEM, pki.ServerTokenUser)
+	}
 	return j, err
 }
+
+// CAPEM is the cluster CA the server sent, checked against the token's
+// hash (or, for a passphrase, trusted on first use).
+func (j *ServerJoin) CAPEM() []byte { return j.caPEM }
+
+// Token is the full server token K10<hash>::server:<secret> of the
+// cluster: the one given, or the passphrase with the CA's hash.
+func (j *ServerJoin) Token() string { return pki.FormatToken(pki.CAHash(j.caPEM), j.c.secret) }
 
 // Bootstrap fetches and opens the cluster's shared files and settings.
 func (j *ServerJoin) Bootstrap(ctx context.Context) (*ServerBootstrap, error) {

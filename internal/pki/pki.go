@@ -7,9 +7,11 @@
 // reuses the leaf certificates unless they no longer fit: a wanted SAN is
 // missing, they expire within RenewBefore, or they were not signed by the CA.
 //
-// EnsureToken keeps the join token K10<sha256 of ca.crt>::server:<secret>;
-// ParseToken and VerifyCAHash let an agent check the server's CA against it
-// before it sends anything. WriteKubeconfig writes an admin kubeconfig.
+// EnsureServerToken keeps the server token K10<sha256 of ca.crt>::server:<secret>
+// and EnsureAgentToken the agent token K10<…>::node:<secret>; ParseJoinToken
+// (which also takes a bare passphrase) and VerifyCAHash let an agent check
+// the server's CA against a token before it sends anything. WriteKubeconfig
+// writes an admin kubeconfig.
 //
 // Ensure also keeps the service account token signing key (an RSA 2048 key,
 // created once and never replaced, as upstream's sa.key).

@@ -7,30 +7,53 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"orch/internal/fsutil"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"orch/internal/fsutil"
 )
 
 // Sentinel errors of the join token; test them with errors.Is.
 var (
-	// ErrInvalidToken means a token is not of the form
-	// K10<sha256 of the CA>::server:<secret>.
+	// ErrInvalidToken means a token is neither of the form
+	// K10<sha256 of the CA>::<user>:<secret> nor a usable passphrase.
 	ErrInvalidToken = errors.New("invalid join token")
 	// ErrCAHashMismatch means a server's CA is not the one the token names.
 	ErrCAHashMismatch = errors.New("the server's CA certificate does not match the join token")
 )
 
+// The users of a full token: the server token joins servers and agents;
+// the agent token only agents.
+const (
+	ServerTokenUser = "server"
+	AgentTokenUser  = "node"
+)
+
 const (
 	tokenPrefix = "K10"
-	tokenUser   = "server"
 	// secretBytes random bytes make the 32 hex characters of a new secret.
 	secretBytes = 16
 )
 
 // tokenForm is how a token should look, quoted in errors.
-const tokenForm = "K10<64 hex characters>::server:<secret>"
+const tokenForm = "K10<64 hex characters>::server:<secret> (or ::node:<secret> for an agent token)"
+
+// JoinToken is a parsed join token: the full form K10<CA hash>::<user>:<secret>,
+// or a bare passphrase (no CA hash, no user), which a joining agent or
+// server can only trust the server's CA on first use with.
+type JoinToken struct {
+	// CAHash is the lower-case hex SHA-256 of the cluster CA; "" for a
+	// passphrase.
+	CAHash string
+	// User is ServerTokenUser or AgentTokenUser; "" for a passphrase.
+	User string
+	// Secret is what the server checks.
+	Secret string
+}
+
+// Passphrase reports whether t is a bare passphrase, without a CA hash.
+func (t JoinToken) Passphrase() bool { return t.CAHash == "" }
 
 // CAHash returns the hex SHA-256 of the CA certificate file's bytes, the part
 // of the token between K10 and "::".
@@ -39,41 +62,71 @@ func CAHash(caCertPEM []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// FormatToken builds a token from a CA hash and a secret.
-func FormatToken(caHash, secret string) string {
-	return tokenPrefix + caHash + "::" + tokenUser + ":" + secret
+// FormatToken builds a server token from a CA hash and a secret.
+func FormatToken(caHash, secret string) string { return formatToken(caHash, ServerTokenUser, secret) }
+
+// FormatAgentToken builds an agent token from a CA hash and a secret.
+func FormatAgentToken(caHash, secret string) string {
+	return formatToken(caHash, AgentTokenUser, secret)
 }
 
-// ParseToken splits K10<caHash>::server:<secret> into its CA hash (lower-case
-// hex) and secret. Surrounding white space is ignored.
+func formatToken(caHash, user, secret string) string {
+	return tokenPrefix + caHash + "::" + user + ":" + secret
+}
+
+// ParseToken splits a full token K10<caHash>::<user>:<secret> (server or
+// agent) into its CA hash (lower-case hex) and secret. Surrounding white
+// space is ignored. A passphrase is refused: use ParseJoinToken.
 func ParseToken(token string) (caHash, secret string, err error) {
+	t, err := ParseJoinToken(token)
+	if err == nil && t.Passphrase() {
+		err = fmt.Errorf("%w: it must start with %q and look like %s", ErrInvalidToken, tokenPrefix, tokenForm)
+	}
+	return t.CAHash, t.Secret, err
+}
+
+// ParseJoinToken parses a full token or a passphrase. Surrounding white
+// space is ignored. A token that starts with K10 must be a whole full
+// token; anything else is a passphrase, which must be at least one
+// character without white space or control characters.
+func ParseJoinToken(token string) (JoinToken, error) {
 	token = strings.TrimSpace(token)
 	if token == "" {
-		return "", "", fmt.Errorf("%w: the token is empty; copy it from data-dir/server/token on the server", ErrInvalidToken)
+		return JoinToken{}, fmt.Errorf("%w: the token is empty; copy it from data-dir/server/token on the server", ErrInvalidToken)
 	}
-	rest, ok := strings.CutPrefix(token, tokenPrefix)
-	if !ok {
-		return "", "", fmt.Errorf("%w: it must start with %q and look like %s; copy it from data-dir/server/token on the server", ErrInvalidToken, tokenPrefix, tokenForm)
+	rest, full := strings.CutPrefix(token, tokenPrefix)
+	if !full {
+		if err := checkSecret(token, "the passphrase"); err != nil {
+			return JoinToken{}, err
+		}
+		return JoinToken{Secret: token}, nil
 	}
 	caHash, creds, ok := strings.Cut(rest, "::")
 	if !ok {
-		return "", "", fmt.Errorf("%w: \"::\" is missing; a token looks like %s", ErrInvalidToken, tokenForm)
+		return JoinToken{}, fmt.Errorf("%w: \"::\" is missing; a token looks like %s (a passphrase must not start with %q)", ErrInvalidToken, tokenForm, tokenPrefix)
 	}
 	caHash = strings.ToLower(caHash)
 	if b, err := hex.DecodeString(caHash); err != nil || len(b) != sha256.Size {
-		return "", "", fmt.Errorf("%w: the CA hash %q is not 64 hex characters; copy the whole token from data-dir/server/token", ErrInvalidToken, caHash)
+		return JoinToken{}, fmt.Errorf("%w: the CA hash %q is not 64 hex characters; copy the whole token from data-dir/server/token", ErrInvalidToken, caHash)
 	}
 	user, secret, ok := strings.Cut(creds, ":")
-	if !ok || user != tokenUser {
-		return "", "", fmt.Errorf("%w: after \"::\" it must say %q; a token looks like %s", ErrInvalidToken, tokenUser+":<secret>", tokenForm)
+	if !ok || (user != ServerTokenUser && user != AgentTokenUser) {
+		return JoinToken{}, fmt.Errorf("%w: after \"::\" it must say \"server:<secret>\" or \"node:<secret>\"; a token looks like %s", ErrInvalidToken, tokenForm)
 	}
 	if secret == "" {
-		return "", "", fmt.Errorf("%w: the secret after %q is empty; copy the whole token from data-dir/server/token", ErrInvalidToken, tokenUser+":")
+		return JoinToken{}, fmt.Errorf("%w: the secret after %q is empty; copy the whole token from data-dir/server/token", ErrInvalidToken, user+":")
 	}
+	if err := checkSecret(secret, "the secret"); err != nil {
+		return JoinToken{}, err
+	}
+	return JoinToken{CAHash: caHash, User: user, Secret: secret}, nil
+}
+
+func checkSecret(secret, what string) error {
 	if strings.ContainsFunc(secret, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-		return "", "", fmt.Errorf("%w: the secret contains spaces or control characters; copy the token again", ErrInvalidToken)
+		return fmt.Errorf("%w: %s contains spaces or control characters; copy the token again", ErrInvalidToken, what)
 	}
-	return caHash, secret, nil
+	return nil
 }
 
 // VerifyCAHash checks that caCertPEM, as fetched from a server, is the CA the
@@ -88,20 +141,87 @@ func VerifyCAHash(caCertPEM []byte, caHash string) error {
 	return nil
 }
 
-// EnsureToken returns the join token kept in path, creating it (mode 0600)
-// with a new random secret on first use. If the CA changed since, the token is
-// rewritten with the new CA hash and the same secret.
+// EnsureToken returns the server token kept in path, creating it (mode
+// 0600) with a new random secret on first use. If the CA changed since,
+// the token is rewritten with the new CA hash and the same secret.
 func EnsureToken(path string, caCertPEM []byte) (string, error) {
+	return ensureToken(path, caCertPEM, ServerTokenUser)
+}
+
+// EnsureServerToken is EnsureToken with the server's --token: given, a
+// full server token for this CA or a passphrase, is the secret of the
+// token created on first use, and must be the file's secret after that
+// (a server token does not change under a running cluster).
+func EnsureServerToken(path string, caCertPEM []byte, given string) (string, error) {
+	if strings.TrimSpace(given) == "" {
+		return EnsureToken(path, caCertPEM)
+	}
+	t, err := ParseJoinToken(given)
+	if err != nil {
+		return "", err
+	}
+	caHash := CAHash(caCertPEM)
+	switch {
+	case t.User == AgentTokenUser:
+		return "", fmt.Errorf("%w: it is an agent token (::node:), which only joins agents; give the server token or a passphrase", ErrInvalidToken)
+	case !t.Passphrase() && t.CAHash != caHash:
+		return "", fmt.Errorf("%w: it names the CA hash %s, but this server's CA has hash %s", ErrCAHashMismatch, t.CAHash, caHash)
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		token := FormatToken(caHash, t.Secret)
+		return token, writeToken(path, token)
+	}
+	token, err := EnsureToken(path, caCertPEM)
+	if err != nil {
+		return "", err
+	}
+	if _, secret, _ := ParseToken(token); subtle.ConstantTimeCompare([]byte(secret), []byte(t.Secret)) != 1 {
+		return "", fmt.Errorf("%w: the token file %q holds another secret: give the cluster's token (or remove the file to make the given one the cluster's, "+
+			"then join every server and agent again with it)", ErrInvalidToken, path)
+	}
+	return token, nil
+}
+
+// EnsureAgentToken returns the agent token kept in path (mode 0600): the
+// given one (a full agent token for this CA or a passphrase, which
+// becomes its secret) when given, else the file's, else one with a new
+// random secret. The file is rewritten when it changes.
+func EnsureAgentToken(path string, caCertPEM []byte, given string) (string, error) {
+	if strings.TrimSpace(given) == "" {
+		return ensureToken(path, caCertPEM, AgentTokenUser)
+	}
+	t, err := ParseJoinToken(given)
+	if err != nil {
+		return "", err
+	}
+	caHash := CAHash(caCertPEM)
+	switch {
+	case t.User == ServerTokenUser:
+		return "", fmt.Errorf("%w: it is a server token (::server:); an agent token is K10<hash>::node:<secret> or a passphrase", ErrInvalidToken)
+	case !t.Passphrase() && t.CAHash != caHash:
+		return "", fmt.Errorf("%w: it names the CA hash %s, but this cluster's CA has hash %s", ErrCAHashMismatch, t.CAHash, caHash)
+	}
+	token := FormatAgentToken(caHash, t.Secret)
+	if data, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(data)) == token {
+		return token, nil
+	}
+	return token, writeToken(path, token)
+}
+
+func ensureToken(path string, caCertPEM []byte, user string) (string, error) {
 	caHash := CAHash(caCertPEM)
 	data, err := os.ReadFile(path)
 	switch {
 	case err == nil:
-		oldHash, secret, err := ParseToken(string(data))
+		t, err := ParseJoinToken(string(data))
+		if err == nil && (t.Passphrase() || t.User != user) {
+			err = fmt.Errorf("%w: it must look like %s", ErrInvalidToken, formatToken("<64 hex characters>", user, "<secret>"))
+		}
 		if err != nil {
 			return "", fmt.Errorf("token file %q: %w; fix the file or remove it to create a new token (agents must then join with the new one)", path, err)
 		}
-		token := FormatToken(caHash, secret)
-		if oldHash != caHash {
+		token := formatToken(caHash, user, t.Secret)
+		if t.CAHash != caHash {
 			if err := writeToken(path, token); err != nil {
 				return "", err
 			}
@@ -112,7 +232,7 @@ func EnsureToken(path string, caCertPEM []byte) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		token := FormatToken(caHash, secret)
+		token := formatToken(caHash, user, secret)
 		if err := writeToken(path, token); err != nil {
 			return "", err
 		}

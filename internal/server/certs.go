@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -29,7 +28,7 @@ const RotateRequestFile = "rotate"
 const expiryWarning = 30 * 24 * time.Hour
 
 // certRenewer keeps the server's leaf certificates (apiserver serving,
-// admin, etcd) fresh while the server runs: every check re-runs the PKI's
+// admin, etcd server, peer and client) fresh while the server runs: every check re-runs the PKI's
 // Ensure, which replaces those that expire within pki.RenewBefore, and
 // the apiserver serves the new certificate from the next handshake on
 // (etcd reads its files at each handshake). A rotate request replaces
@@ -69,10 +68,8 @@ func (r *certRenewer) ensureCertificates() (*pki.Bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.p.ha() {
-		if _, err := pki.EnsureEtcd(r.p.etcdTLSDir(), []net.IP{r.p.advertise}); err != nil {
-			return nil, err
-		}
+	if _, err := pki.EnsureEtcd(r.p.etcdTLSDir(), r.p.etcdIPs()); err != nil {
+		return nil, err
 	}
 	cert, err := bundle.ServingCertificate()
 	if err != nil {

@@ -42,6 +42,10 @@ type Config struct {
 	// JoinServer is the URL of a server whose cluster this one joins
 	// (--server), with its join Token or TokenFile.
 	JoinServer, Token, TokenFile string
+	// AgentToken or AgentTokenFile set the agent token, which joins agents
+	// only (--agent-token, --agent-token-file); when neither is given it is
+	// generated at the first start (see tokens.go).
+	AgentToken, AgentTokenFile string
 	// ClusterReset with RestorePath replaces the etcd data with a
 	// snapshot and exits (--cluster-reset --cluster-reset-restore-path).
 	ClusterReset bool

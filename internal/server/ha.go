@@ -124,16 +124,38 @@ func (p parsed) fetchSharedFiles(ctx context.Context, log *slog.Logger) (*join.S
 			return nil, fmt.Errorf("orch server: the cluster's bootstrap data lacks %s (is %s an orch server of the same version?)", name, p.JoinServer)
 		}
 	}
+	if b.Files[pki.CACertFile] != string(sj.CAPEM()) {
+		return nil, fmt.Errorf("orch server: the cluster's bootstrap data holds another CA than the one %s serves; is it an orch server of the same version?", p.JoinServer)
+	}
+	token = sj.Token() // the full form, also for a passphrase
+	if b.AgentToken != "" {
+		if err := p.writeAgentToken(b.AgentToken); err != nil {
+			return nil, err
+		}
+	} else {
+		log.Warn("the server joined sent no agent token (a server of an older version?): this server makes its own, and agents that join it need that one",
+			"file", p.agentTokenPath())
+	}
 	return sj, p.writeSharedFiles(b.Files, token)
 }
 
-// etcdConfig is how this server's member starts. A single server's
-// listens on loopback only, in plain HTTP; a member of several listens on
-// the advertise address too, with TLS both ways under the etcd CA.
+// etcdConfig is how this server's member starts. Its client and peer
+// ports speak only TLS and want a client certificate of the etcd CA
+// (data-dir/server/tls/etcd, see pki.EnsureEtcd), which no node or user
+// certificate is: a process of the host without those files cannot reach
+// the data. A single server's member listens on loopback only; a member
+// of several on the advertise address too.
 func (p parsed) etcdConfig() (storage.EtcdConfig, error) {
+	files, err := pki.EnsureEtcd(p.etcdTLSDir(), p.etcdIPs())
+	if err != nil {
+		return storage.EtcdConfig{}, err
+	}
 	cfg := storage.EtcdConfig{Dir: p.etcdDir(), Name: "orch", UnsafeNoFsync: p.UnsafeNoFsync,
-		ClientURL: fmt.Sprintf("http://127.0.0.1:%d", p.EtcdClientPort),
-		PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", p.EtcdPeerPort)}
+		ClientURL: "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(p.EtcdClientPort)),
+		PeerURL:   "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(p.EtcdPeerPort)),
+		ClientTLS: transport.TLSInfo{CertFile: files.ServerCert, KeyFile: files.ServerKey, TrustedCAFile: files.CACert, ClientCertAuth: true},
+		PeerTLS:   transport.TLSInfo{CertFile: files.PeerCert, KeyFile: files.PeerKey, TrustedCAFile: files.CACert, ClientCertAuth: true},
+	}
 	if !p.ha() {
 		return cfg, nil
 	}
@@ -141,18 +163,20 @@ func (p parsed) etcdConfig() (storage.EtcdConfig, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("orch server: etcd member name: %w", err)
 	}
-	files, err := pki.EnsureEtcd(p.etcdTLSDir(), []net.IP{p.advertise})
-	if err != nil {
-		return cfg, err
-	}
 	host := p.advertise.String()
 	cfg.Name = name
-	cfg.ClientURL = "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(p.EtcdClientPort))
 	cfg.ExtraClientURLs = []string{"https://" + net.JoinHostPort(host, strconv.Itoa(p.EtcdClientPort))}
 	cfg.PeerURL = "https://" + net.JoinHostPort(host, strconv.Itoa(p.EtcdPeerPort))
-	cfg.ClientTLS = transport.TLSInfo{CertFile: files.ServerCert, KeyFile: files.ServerKey, TrustedCAFile: files.CACert, ClientCertAuth: true}
-	cfg.PeerTLS = transport.TLSInfo{CertFile: files.PeerCert, KeyFile: files.PeerKey, TrustedCAFile: files.CACert, ClientCertAuth: true}
 	return cfg, nil
+}
+
+// etcdIPs are the addresses etcd's server and peer certificates name
+// besides loopback: the advertise address for a member of several.
+func (p parsed) etcdIPs() []net.IP {
+	if p.ha() {
+		return []net.IP{p.advertise}
+	}
+	return nil
 }
 
 // samePeer reports whether a member's peer URLs are exactly want.

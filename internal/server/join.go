@@ -8,6 +8,7 @@ import (
 	"crypto/subtle"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,7 +38,16 @@ import (
 // agent's CSRs for callers that know the join token's secret.
 type joinHandler struct {
 	bundle *pki.Bundle
+	// secret is the server token's: it joins servers and agents.
 	secret string
+	// agentToken is the agent token (K10<hash>::node:<secret>), whose
+	// secret, agentSecret, only joins agents.
+	agentToken, agentSecret string
+	// ownSecret is the secret of the server's own agent, made anew at
+	// every start and never written: only that agent, inside this
+	// process, knows it. Its serving certificate may name this server's
+	// names and addresses, which are the node's (see reservedSANs).
+	ownSecret string
 	// cluster goes to agents with their certificates.
 	cluster join.Cluster
 	// client writes the node password secrets (the loopback clientset).
@@ -48,8 +58,12 @@ type joinHandler struct {
 	log      *slog.Logger
 }
 
-func newJoinHandler(bundle *pki.Bundle, token string, cluster join.Cluster, loopback *rest.Config, log *slog.Logger) (*joinHandler, error) {
+func newJoinHandler(bundle *pki.Bundle, token, agentToken string, cluster join.Cluster, loopback *rest.Config, log *slog.Logger) (*joinHandler, error) {
 	_, secret, err := pki.ParseToken(token)
+	if err != nil {
+		return nil, err
+	}
+	_, agentSecret, err := pki.ParseToken(agentToken)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +71,17 @@ func newJoinHandler(bundle *pki.Bundle, token string, cluster join.Cluster, loop
 	if err != nil {
 		return nil, err
 	}
-	return &joinHandler{bundle: bundle, secret: secret, cluster: cluster, client: client, validity: pki.LeafValidity, log: log}, nil
+	own := make([]byte, 32)
+	if _, err := rand.Read(own); err != nil {
+		return nil, err
+	}
+	return &joinHandler{bundle: bundle, secret: secret, agentToken: agentToken, agentSecret: agentSecret, ownSecret: hex.EncodeToString(own),
+		cluster: cluster, client: client, validity: pki.LeafValidity, log: log}, nil
+}
+
+// ownAgentToken is the token the server's own agent joins with.
+func (h *joinHandler) ownAgentToken() string {
+	return pki.FormatAgentToken(pki.CAHash(h.bundle.CACertPEM), h.ownSecret)
 }
 
 // wrap answers the join paths and hands every other request to next.
@@ -106,7 +130,7 @@ func (h *joinHandler) serveCertificates(w http.ResponseWriter, r *http.Request) 
 		h.log.Warn("refused a node certificate request with a wrong join token secret", "remote", remote)
 		w.Header().Set("WWW-Authenticate", `Basic realm="orch join"`)
 		writeJoinError(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized,
-			"the join token's secret is wrong: copy the token from data-dir/server/token on the server and pass it with --token")
+			"the join token's secret is wrong: copy the agent token from data-dir/server/agent-token (or the server token from data-dir/server/token) on the server and pass it with --token")
 		return
 	}
 	var req join.CertificatesRequest
@@ -114,12 +138,29 @@ func (h *joinHandler) serveCertificates(w http.ResponseWriter, r *http.Request) 
 		writeJoinError(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, "cannot decode the node certificates request: "+err.Error())
 		return
 	}
-	client, serving, err := checkCertificatesRequest(req)
+	csrs, err := checkCertificatesRequest(req)
 	if err != nil {
 		writeJoinError(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
 		return
 	}
 	log := h.log.With("node", req.NodeName, "remote", remote)
+	if !h.isOwnAgent(r) {
+		reserved := apiserverSANs(h.bundle.Serving)
+		if h.servers != nil {
+			members, err := listServers(r.Context(), h.servers.etcd)
+			if err != nil {
+				w.Header().Set("Retry-After", "1")
+				writeJoinError(w, http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "cannot list the cluster's servers yet (retry shortly): "+err.Error())
+				return
+			}
+			reserved.addMembers(members)
+		}
+		if err := reserved.check(csrs.serving); err != nil {
+			log.Warn("refused node certificates", "err", err)
+			writeJoinError(w, http.StatusForbidden, metav1.StatusReasonForbidden, err.Error())
+			return
+		}
+	}
 	if code, err := h.checkNodePassword(r.Context(), req.NodeName, req.NodePassword); err != nil {
 		reason := metav1.StatusReasonConflict
 		if code != http.StatusConflict {
@@ -130,27 +171,64 @@ func (h *joinHandler) serveCertificates(w http.ResponseWriter, r *http.Request) 
 		writeJoinError(w, code, reason, err.Error())
 		return
 	}
-	_, clientPEM, err := h.bundle.SignCSR(client, x509.ExtKeyUsageClientAuth, h.validity)
+	resp, err := h.sign(csrs)
 	if err != nil {
 		writeJoinError(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
 		return
 	}
-	_, servingPEM, err := h.bundle.SignCSR(serving, x509.ExtKeyUsageServerAuth, h.validity)
-	if err != nil {
-		writeJoinError(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
-		return
-	}
-	log.Info("issued node certificates", "hostname", req.Hostname, "ips", strings.Join(req.NodeIPs, ","))
-	writeJSON(w, join.CertificatesResponse{
-		CA: string(h.bundle.CACertPEM), ClientCertificate: string(clientPEM), ServingCertificate: string(servingPEM),
-		Cluster: h.cluster,
-	})
+	log.Info("issued node certificates", "hostname", req.Hostname, "ips", strings.Join(req.NodeIPs, ","), "components", len(resp.ComponentCertificates))
+	writeJSON(w, resp)
 }
 
-// authorized checks HTTP basic auth against TokenUser and the token secret,
-// in constant time (both sides are hashed first so lengths do not leak).
-func (h *joinHandler) authorized(r *http.Request) bool { return h.authorizedAs(r, join.TokenUser) }
+// sign signs the checked CSRs of one request.
+func (h *joinHandler) sign(csrs checkedCSRs) (join.CertificatesResponse, error) {
+	resp := join.CertificatesResponse{CA: string(h.bundle.CACertPEM), Cluster: h.cluster}
+	_, clientPEM, err := h.bundle.SignCSR(csrs.client, x509.ExtKeyUsageClientAuth, h.validity)
+	if err != nil {
+		return resp, err
+	}
+	_, servingPEM, err := h.bundle.SignCSR(csrs.serving, x509.ExtKeyUsageServerAuth, h.validity)
+	if err != nil {
+		return resp, err
+	}
+	resp.ClientCertificate, resp.ServingCertificate = string(clientPEM), string(servingPEM)
+	for user, csr := range csrs.components {
+		_, certPEM, err := h.bundle.SignCSR(csr, x509.ExtKeyUsageClientAuth, h.validity)
+		if err != nil {
+			return resp, err
+		}
+		if resp.ComponentCertificates == nil {
+			resp.ComponentCertificates = map[string]string{}
+		}
+		resp.ComponentCertificates[user] = string(certPEM)
+	}
+	return resp, nil
+}
 
+// authorized checks HTTP basic auth: user TokenUser with the secret of the
+// server token, the agent token or the own agent's, each compared in
+// constant time (both sides are hashed first so lengths do not leak).
+func (h *joinHandler) authorized(r *http.Request) bool {
+	user, password, ok := r.BasicAuth()
+	if !ok || !constantTimeEqual(user, join.TokenUser) {
+		return false
+	}
+	match := false
+	for _, secret := range []string{h.secret, h.agentSecret, h.ownSecret} {
+		// Every one is compared, whichever matches.
+		match = secret != "" && constantTimeEqual(password, secret) || match
+	}
+	return match
+}
+
+// isOwnAgent reports whether r comes from the server's own agent.
+func (h *joinHandler) isOwnAgent(r *http.Request) bool {
+	user, password, ok := r.BasicAuth()
+	return ok && h.ownSecret != "" && constantTimeEqual(user, join.TokenUser) && constantTimeEqual(password, h.ownSecret)
+}
+
+// authorizedAs checks HTTP basic auth against wantUser and the server
+// token's secret only.
 func (h *joinHandler) authorizedAs(r *http.Request, wantUser string) bool {
 	user, password, ok := r.BasicAuth()
 	if !ok {
@@ -166,15 +244,26 @@ func constantTimeEqual(a, b string) bool {
 	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
 }
 
+// checkedCSRs are the parsed CSRs of a request that asks for no more than
+// a node may have.
+type checkedCSRs struct {
+	client, serving *x509.CertificateRequest
+	// components are by user, each one of join.ComponentUsers.
+	components map[string]*x509.CertificateRequest
+}
+
 // checkCertificatesRequest validates the names in req and that each CSR asks
-// for exactly what a node NAME may have. It returns the parsed CSRs.
-func checkCertificatesRequest(req join.CertificatesRequest) (client, serving *x509.CertificateRequest, err error) {
+// for exactly what a node NAME may have: its kubelet's client and serving
+// certificates, and client certificates for the agent's component users
+// (CN=user, no groups, no SANs). It returns the parsed CSRs.
+func checkCertificatesRequest(req join.CertificatesRequest) (checkedCSRs, error) {
+	var out checkedCSRs
 	name := req.NodeName
 	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
-		return nil, nil, fmt.Errorf("node name %q is not valid (%s): choose another with --node-name", name, strings.Join(msgs, "; "))
+		return out, fmt.Errorf("node name %q is not valid (%s): choose another with --node-name", name, strings.Join(msgs, "; "))
 	}
 	if len(join.PasswordSecretName(name)) > validation.DNS1123SubdomainMaxLength {
-		return nil, nil, fmt.Errorf("node name %q is too long: choose one of at most %d characters with --node-name",
+		return out, fmt.Errorf("node name %q is too long: choose one of at most %d characters with --node-name",
 			name, validation.DNS1123SubdomainMaxLength-len(join.PasswordSecretSuffix))
 	}
 	hostname := req.Hostname
@@ -182,59 +271,88 @@ func checkCertificatesRequest(req join.CertificatesRequest) (client, serving *x5
 		hostname = name
 	}
 	if msgs := validation.IsDNS1123Subdomain(hostname); len(msgs) > 0 {
-		return nil, nil, fmt.Errorf("hostname %q is not valid (%s)", hostname, strings.Join(msgs, "; "))
+		return out, fmt.Errorf("hostname %q is not valid (%s)", hostname, strings.Join(msgs, "; "))
 	}
 	var ips []net.IP
 	for _, s := range req.NodeIPs {
 		ip := net.ParseIP(s)
 		if ip == nil || ip.IsUnspecified() || ip.IsMulticast() {
-			return nil, nil, fmt.Errorf("node IP %q is not a usable unicast IP address: check --node-ip", s)
+			return out, fmt.Errorf("node IP %q is not a usable unicast IP address: check --node-ip", s)
 		}
 		ips = append(ips, ip)
 	}
 	if req.NodePassword == "" || len(req.NodePassword) > 256 {
-		return nil, nil, errors.New("the node password must be 1 to 256 characters")
+		return out, errors.New("the node password must be 1 to 256 characters")
 	}
 	user := join.NodeUser(name)
 
-	client, err = pki.ParseCSRPEM([]byte(req.ClientCSR))
+	client, err := parseClientCSR("client certificate request", req.ClientCSR, user, []string{join.NodesGroup})
 	if err != nil {
-		return nil, nil, fmt.Errorf("client certificate request: %w", err)
-	}
-	if err := checkSubject(client, user); err != nil {
-		return nil, nil, fmt.Errorf("client certificate request: %w", err)
-	}
-	if len(client.DNSNames) > 0 || len(client.IPAddresses) > 0 {
-		return nil, nil, errors.New("client certificate request: a kubelet client certificate has no DNS names or IP addresses")
+		return out, err
 	}
 
-	serving, err = pki.ParseCSRPEM([]byte(req.ServingCSR))
+	serving, err := pki.ParseCSRPEM([]byte(req.ServingCSR))
 	if err != nil {
-		return nil, nil, fmt.Errorf("serving certificate request: %w", err)
+		return out, fmt.Errorf("serving certificate request: %w", err)
 	}
-	if err := checkSubject(serving, user); err != nil {
-		return nil, nil, fmt.Errorf("serving certificate request: %w", err)
+	if err := checkSubject(serving, user, []string{join.NodesGroup}); err != nil {
+		return out, fmt.Errorf("serving certificate request: %w", err)
 	}
 	if len(serving.DNSNames) == 0 && len(serving.IPAddresses) == 0 {
-		return nil, nil, errors.New("serving certificate request: it names no DNS name or IP address")
+		return out, errors.New("serving certificate request: it names no DNS name or IP address")
 	}
 	for _, d := range serving.DNSNames {
 		if d != hostname && d != name {
-			return nil, nil, fmt.Errorf("serving certificate request: DNS name %q is neither the node name %q nor the hostname %q", d, name, hostname)
+			return out, fmt.Errorf("serving certificate request: DNS name %q is neither the node name %q nor the hostname %q", d, name, hostname)
 		}
 	}
 	for _, ip := range serving.IPAddresses {
 		if !slices.ContainsFunc(ips, ip.Equal) {
-			return nil, nil, fmt.Errorf("serving certificate request: IP address %s is not one of the node IPs %v", ip, req.NodeIPs)
+			return out, fmt.Errorf("serving certificate request: IP address %s is not one of the node IPs %v", ip, req.NodeIPs)
 		}
 	}
-	return client, serving, nil
+	out.client, out.serving = client, serving
+	for component, csrPEM := range req.ComponentCSRs {
+		if !join.IsComponentUser(component) {
+			return out, fmt.Errorf("component certificate request for %q: a node's components are only %s", component, strings.Join(join.ComponentUsers(), ", "))
+		}
+		csr, err := parseClientCSR("component certificate request for "+component, csrPEM, component, nil)
+		if err != nil {
+			return out, err
+		}
+		if out.components == nil {
+			out.components = map[string]*x509.CertificateRequest{}
+		}
+		out.components[component] = csr
+	}
+	return out, nil
 }
 
-func checkSubject(csr *x509.CertificateRequest, user string) error {
-	if csr.Subject.CommonName != user || !slices.Equal(csr.Subject.Organization, []string{join.NodesGroup}) {
-		return fmt.Errorf("subject must be CN=%s, O=%s, got CN=%s, O=%s", user, join.NodesGroup,
-			csr.Subject.CommonName, strings.Join(csr.Subject.Organization, ","))
+// parseClientCSR parses a client certificate request for user in groups,
+// with no SANs; what names the request in errors.
+func parseClientCSR(what, csrPEM, user string, groups []string) (*x509.CertificateRequest, error) {
+	csr, err := pki.ParseCSRPEM([]byte(csrPEM))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if err := checkSubject(csr, user, groups); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if len(csr.DNSNames) > 0 || len(csr.IPAddresses) > 0 {
+		return nil, fmt.Errorf("%s: a client certificate has no DNS names or IP addresses", what)
+	}
+	return csr, nil
+}
+
+func checkSubject(csr *x509.CertificateRequest, user string, groups []string) error {
+	if csr.Subject.CommonName != user || !slices.Equal(csr.Subject.Organization, groups) {
+		want := "CN=" + user
+		if len(groups) > 0 {
+			want += ", O=" + strings.Join(groups, ",")
+		} else {
+			want += " and no O"
+		}
+		return fmt.Errorf("subject must be %s, got CN=%s, O=%s", want, csr.Subject.CommonName, strings.Join(csr.Subject.Organization, ","))
 	}
 	return nil
 }

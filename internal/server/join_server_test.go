@@ -36,7 +36,7 @@ type testServer struct {
 	caPEM               []byte
 }
 
-func startTestServer(t *testing.T) *testServer {
+func startTestServer(t *testing.T, options ...func(*Config)) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := Config{
@@ -44,6 +44,9 @@ func startTestServer(t *testing.T) *testServer {
 		HTTPSPort: envtest.FreePort(t), BindAddress: "127.0.0.1", AdvertiseAddress: "127.0.0.1",
 		ClusterCIDR: "10.42.0.0/16", ServiceCIDR: "10.43.0.0/16", ClusterDNS: "10.43.0.10", ClusterDomain: "cluster.local",
 		EtcdClientPort: envtest.FreePort(t), EtcdPeerPort: envtest.FreePort(t), UnsafeNoFsync: true,
+	}
+	for _, option := range options {
+		option(&cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -88,7 +91,7 @@ func startTestServer(t *testing.T) *testServer {
 
 func (s *testServer) agent(t *testing.T, name, dataDir string) join.Config {
 	return join.Config{Server: s.url, Token: s.token, NodeName: name, Hostname: name + ".test",
-		NodeIPs: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.9.8.7")}, DataDir: dataDir, Log: testLogger()}
+		NodeIPs: []net.IP{net.ParseIP("192.0.2.7"), net.ParseIP("10.9.8.7")}, DataDir: dataDir, Log: testLogger()}
 }
 
 // getAPI GETs /api with rc and fails the test if it is refused.
@@ -138,7 +141,7 @@ func TestJoinRealServer(t *testing.T) {
 		if len(client.DNSNames)+len(client.IPAddresses) != 0 {
 			t.Errorf("client certificate has SANs %v %v", client.DNSNames, client.IPAddresses)
 		}
-		for _, host := range []string{"agent-a.test", "agent-a", "127.0.0.1", "10.9.8.7"} {
+		for _, host := range []string{"agent-a.test", "agent-a", "192.0.2.7", "10.9.8.7"} {
 			if _, err := serving.Verify(x509.VerifyOptions{Roots: caPool, DNSName: host, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
 				t.Errorf("serving certificate for %s: %v", host, err)
 			}
@@ -161,6 +164,29 @@ func TestJoinRealServer(t *testing.T) {
 		}
 		getAPI(t, rc)
 		getAPI(t, creds.RESTConfig())
+	})
+	t.Run("component identities", func(t *testing.T) {
+		for _, user := range join.ComponentUsers() {
+			if !creds.HasIdentity(user) {
+				t.Errorf("no certificate for %s", user)
+				continue
+			}
+			data, err := os.ReadFile(filepath.Join(dirA, "agent", "tls", join.ComponentCertFile(user)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cert, err := pki.ParseCertificatePEM(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cert.Subject.CommonName != user || len(cert.Subject.Organization) != 0 || len(cert.DNSNames)+len(cert.IPAddresses) != 0 {
+				t.Errorf("%s certificate: subject %v, SANs %v %v", user, cert.Subject, cert.DNSNames, cert.IPAddresses)
+			}
+			if _, err := cert.Verify(x509.VerifyOptions{Roots: caPool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+				t.Errorf("%s certificate: %v", user, err)
+			}
+			getAPI(t, creds.RESTConfigFor(user))
+		}
 	})
 	t.Run("password secret", func(t *testing.T) {
 		secret, err := s.admin.CoreV1().Secrets("kube-system").Get(ctx, "agent-a.node-password.orch", metav1.GetOptions{})
@@ -187,6 +213,42 @@ func TestJoinRealServer(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(cfg.DataDir, "agent", "tls", join.ClientCertFile)); !os.IsNotExist(err) {
 			t.Errorf("a certificate was stored: %v", err)
 		}
+	})
+
+	t.Run("agent token", func(t *testing.T) {
+		data, err := os.ReadFile(filepath.Join(s.dataDir, "server", "agent-token"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := s.agent(t, "agent-t", t.TempDir())
+		cfg.Token = strings.TrimSpace(string(data))
+		if !strings.Contains(cfg.Token, "::node:") {
+			t.Fatalf("agent token %q", cfg.Token)
+		}
+		if _, err := join.Join(ctx, cfg); err != nil {
+			t.Fatalf("Join with the agent token: %v", err)
+		}
+		if _, err := join.NewServerJoin(ctx, s.url, cfg.Token, testLogger()); !errors.Is(err, join.ErrInvalidToken) {
+			t.Errorf("a server joining with the agent token: %v", err)
+		}
+	})
+
+	t.Run("apiserver address", func(t *testing.T) {
+		cfg := s.agent(t, "agent-l", t.TempDir())
+		cfg.NodeIPs = append(cfg.NodeIPs, net.ParseIP("127.0.0.1"))
+		_, err := join.Join(ctx, cfg)
+		if !errors.Is(err, join.ErrRejected) || !strings.Contains(err.Error(), "IP address 127.0.0.1") || !strings.Contains(err.Error(), "(403)") {
+			t.Fatalf("Join: %v, want a 403 naming 127.0.0.1", err)
+		}
+	})
+
+	t.Run("the server's own agent", func(t *testing.T) {
+		// It joins with the server's names and addresses (its host name
+		// is in the apiserver's certificate).
+		envtest.Eventually(t, "the server's own agent joined", func() (bool, error) {
+			_, err := os.Stat(filepath.Join(s.dataDir, "agent", "tls", join.ServingCertFile))
+			return err == nil, nil
+		})
 	})
 
 	t.Run("duplicate node name", func(t *testing.T) {

@@ -57,10 +57,24 @@ func TestCheckCertificatesRequest(t *testing.T) {
 			NodeName: "n1", Hostname: "n1.example", NodeIPs: []string{"10.0.0.7", "fd00::7"}, NodePassword: "pw",
 			ClientCSR:  csrPEM(t, "system:node:n1", nodes, nil),
 			ServingCSR: csrPEM(t, "system:node:n1", nodes, []string{"n1.example", "n1"}, "10.0.0.7", "fd00::7"),
+			ComponentCSRs: map[string]string{
+				join.KubeProxyUser: csrPEM(t, join.KubeProxyUser, nil, nil),
+				join.DNSUser:       csrPEM(t, join.DNSUser, nil, nil),
+				join.NetworkUser:   csrPEM(t, join.NetworkUser, nil, nil),
+			},
 		}
 	}
-	if _, _, err := checkCertificatesRequest(valid()); err != nil {
+	got, err := checkCertificatesRequest(valid())
+	if err != nil {
 		t.Fatalf("valid request refused: %v", err)
+	}
+	if len(got.components) != 3 || got.components[join.DNSUser].Subject.CommonName != join.DNSUser {
+		t.Errorf("component CSRs %v, want the three users'", got.components)
+	}
+	older := valid() // an agent of an older version asks for none
+	older.ComponentCSRs = nil
+	if got, err := checkCertificatesRequest(older); err != nil || got.components != nil {
+		t.Errorf("a request without component CSRs: %v, %v", got.components, err)
 	}
 	for name, tc := range map[string]struct {
 		change func(*join.CertificatesRequest)
@@ -78,6 +92,21 @@ func TestCheckCertificatesRequest(t *testing.T) {
 			r.ClientCSR = csrPEM(t, "system:node:n1", []string{"system:masters"}, nil)
 		}, "O=system:nodes"},
 		"client with SANs": {func(r *join.CertificatesRequest) { r.ClientCSR = csrPEM(t, "system:node:n1", nodes, []string{"n1"}) }, "no DNS names"},
+		"component as admin": {func(r *join.CertificatesRequest) {
+			r.ComponentCSRs["system:admin"] = csrPEM(t, "system:admin", nil, nil)
+		}, `component certificate request for "system:admin": a node's components are only system:kube-proxy, system:orch-dns, system:orch-network`},
+		"component with a group": {func(r *join.CertificatesRequest) {
+			r.ComponentCSRs[join.DNSUser] = csrPEM(t, join.DNSUser, []string{"system:masters"}, nil)
+		}, "CN=system:orch-dns and no O"},
+		"component for another user": {func(r *join.CertificatesRequest) {
+			r.ComponentCSRs[join.DNSUser] = csrPEM(t, join.KubeProxyUser, nil, nil)
+		}, "got CN=system:kube-proxy"},
+		"component as a node": {func(r *join.CertificatesRequest) {
+			r.ComponentCSRs[join.NetworkUser] = csrPEM(t, "system:node:n2", nodes, nil)
+		}, "component certificate request for system:orch-network"},
+		"component with SANs": {func(r *join.CertificatesRequest) {
+			r.ComponentCSRs[join.KubeProxyUser] = csrPEM(t, join.KubeProxyUser, nil, []string{"kubernetes"})
+		}, "no DNS names"},
 		"serving other DNS name": {func(r *join.CertificatesRequest) {
 			r.ServingCSR = csrPEM(t, "system:node:n1", nodes, []string{"kubernetes"})
 		}, `"kubernetes"`},
@@ -88,7 +117,7 @@ func TestCheckCertificatesRequest(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			req := valid()
 			tc.change(&req)
-			_, _, err := checkCertificatesRequest(req)
+			_, err := checkCertificatesRequest(req)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one about %q", err, tc.want)
 			}
@@ -135,10 +164,11 @@ func TestNodePasswordNamesAgree(t *testing.T) {
 // request that reaches it.
 type recordingServer struct {
 	*httptest.Server
-	bundle *pki.Bundle
-	mu     sync.Mutex
-	seen   []*http.Request
-	bodies []string
+	bundle  *pki.Bundle
+	handler *joinHandler
+	mu      sync.Mutex
+	seen    []*http.Request
+	bodies  []string
 }
 
 func startRecordingServer(t *testing.T) *recordingServer {
@@ -147,8 +177,9 @@ func startRecordingServer(t *testing.T) *recordingServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &joinHandler{bundle: bundle, secret: "the-secret", client: fake.NewClientset(), validity: pki.LeafValidity, log: testLogger()}
-	rs := &recordingServer{bundle: bundle}
+	h := &joinHandler{bundle: bundle, secret: "the-secret", ownSecret: "own-secret", client: fake.NewClientset(), validity: pki.LeafValidity, log: testLogger(),
+		agentToken: pki.FormatAgentToken(pki.CAHash(bundle.CACertPEM), "agent-secret"), agentSecret: "agent-secret"}
+	rs := &recordingServer{bundle: bundle, handler: h}
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "apiserver", http.StatusTeapot) })
 	inner := h.wrap(next)
 	rs.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

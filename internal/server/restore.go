@@ -43,8 +43,9 @@ func readSharedFiles(tlsDir string) (map[string]string, error) {
 	return files, nil
 }
 
-// storeBootstrap writes the sealed shared files to etcd.
-func storeBootstrap(ctx context.Context, client *clientv3.Client, tlsDir, token string) error {
+// storeBootstrap writes the sealed shared files, and the agent token, to
+// etcd.
+func storeBootstrap(ctx context.Context, client *clientv3.Client, tlsDir, token, agentToken string) error {
 	_, secret, err := pki.ParseToken(token)
 	if err != nil {
 		return err
@@ -53,6 +54,7 @@ func storeBootstrap(ctx context.Context, client *clientv3.Client, tlsDir, token 
 	if err != nil {
 		return err
 	}
+	files[agentTokenKey] = agentToken
 	plain, err := json.Marshal(files)
 	if err != nil {
 		return err
@@ -70,7 +72,7 @@ func storeBootstrap(ctx context.Context, client *clientv3.Client, tlsDir, token 
 // as a cluster of this one member, and puts the snapshot's certificates
 // and keys in place, opened with the token.
 func (p parsed) restoreSnapshot(ctx context.Context, log *slog.Logger) error {
-	name, peerURL := "orch", "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(p.EtcdPeerPort))
+	name, peerURL := "orch", "https://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(p.EtcdPeerPort))
 	if p.ha() {
 		var err error
 		if name, err = p.memberName(); err != nil {
@@ -93,11 +95,11 @@ func (p parsed) restoreSnapshot(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	_, secret, err := pki.ParseToken(token)
+	t, err := pki.ParseJoinToken(token)
 	if err != nil {
 		return fmt.Errorf("orch server: --token: %w", err)
 	}
-	plain, err := join.Open(secret, sealed)
+	plain, err := join.Open(t.Secret, sealed)
 	if err != nil {
 		return fmt.Errorf("orch server: the token does not open the snapshot's certificates (%w): give the token of the cluster the snapshot was taken from with --token", err)
 	}
@@ -109,9 +111,16 @@ func (p parsed) restoreSnapshot(ctx context.Context, log *slog.Logger) error {
 }
 
 // writeSharedFiles puts the cluster's shared files (from a joined server
-// or a snapshot) and its token where pki.Ensure and EnsureToken find them.
+// or a snapshot), its token and its agent token (a snapshot's, under
+// agentTokenKey) where pki.Ensure and ensureTokens find them.
 func (p parsed) writeSharedFiles(files map[string]string, token string) error {
 	for rel, data := range files {
+		if rel == agentTokenKey {
+			if err := p.writeAgentToken(data); err != nil {
+				return err
+			}
+			continue
+		}
 		if !slices.Contains(sharedFiles, rel) {
 			return fmt.Errorf("orch server: the cluster's shared files name an unexpected file %q", rel)
 		}
@@ -122,6 +131,17 @@ func (p parsed) writeSharedFiles(files map[string]string, token string) error {
 		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 			return fmt.Errorf("orch server: write %s: %w", path, err)
 		}
+	}
+	t, err := pki.ParseJoinToken(token)
+	if err != nil {
+		return fmt.Errorf("orch server: --token: %w", err)
+	}
+	if t.Passphrase() { // the file holds the full form
+		ca, ok := files[pki.CACertFile]
+		if !ok {
+			return fmt.Errorf("orch server: the cluster's shared files lack %s", pki.CACertFile)
+		}
+		token = pki.FormatToken(pki.CAHash([]byte(ca)), t.Secret)
 	}
 	if err := os.WriteFile(p.tokenPath(), []byte(token+"\n"), 0o600); err != nil {
 		return fmt.Errorf("orch server: write the token: %w", err)

@@ -60,7 +60,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	token, err := pki.EnsureToken(p.tokenPath(), bundle.CACertPEM)
+	token, agentToken, err := p.ensureTokens(bundle.CACertPEM)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer etcd.Close()
 	etcdClient = etcd.Client
-	if err := storeBootstrap(ctx, etcd.Client, p.tlsDir(), token); err != nil {
+	if err := storeBootstrap(ctx, etcd.Client, p.tlsDir(), token, agentToken); err != nil {
 		log.Warn("cannot keep the cluster's certificates in etcd for snapshots", "err", err)
 	}
 	store := storage.NewEtcd(etcd.Client)
@@ -134,7 +134,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	joins, err := newJoinHandler(bundle, token, join.Cluster{DNS: p.ClusterDNS, Domain: p.ClusterDomain, ClusterCIDR: p.clusterCIDR.String(), ServiceCIDR: p.serviceCIDR.String()}, loopback, log.With("component", "join"))
+	joins, err := newJoinHandler(bundle, token, agentToken, join.Cluster{DNS: p.ClusterDNS, Domain: p.ClusterDomain, ClusterCIDR: p.clusterCIDR.String(), ServiceCIDR: p.serviceCIDR.String()}, loopback, log.With("component", "join"))
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		ready := waitReady(ctx, url, bundle)
 		if ready == nil {
 			log.Info("orch server is ready", "took", time.Since(start).Round(time.Millisecond).String(),
-				"kubeconfig", p.WriteKubeconfig, "try", "orch kubectl get namespaces", "join-token-file", p.tokenPath())
+				"kubeconfig", p.WriteKubeconfig, "try", "orch kubectl get namespaces", "join-token-file", p.tokenPath(), "agent-token-file", p.agentTokenPath())
 			if _, err := sdnotify.Ready(); err != nil {
 				log.Warn("cannot tell systemd that orch is ready", "err", err)
 			}
@@ -193,7 +193,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	if !p.DisableAgent {
 		components = append(components, run.Named{Name: "agent", Runnable: boot.afterPolicy(run.Func(func(ctx context.Context) error {
-			return agent.Run(ctx, p.agentConfig(url, token), log.With("component", "agent"))
+			return agent.Run(ctx, p.agentConfig(url, joins.ownAgentToken()), log.With("component", "agent"))
 		}))})
 	}
 	return run.Group(ctx, log, components...)

@@ -43,7 +43,7 @@ func (h *joinHandler) serveServerBootstrap(w http.ResponseWriter, r *http.Reques
 		writeJoinError(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
 		return
 	}
-	b := join.ServerBootstrap{Files: files, Settings: h.servers.settings}
+	b := join.ServerBootstrap{Files: files, Settings: h.servers.settings, AgentToken: h.agentToken}
 	plain, err := json.Marshal(b)
 	if err == nil {
 		var sealed []byte
@@ -86,7 +86,8 @@ func (h *joinHandler) serverRequest(w http.ResponseWriter, r *http.Request, meth
 		w.Header().Set("Allow", method)
 		writeJoinError(w, http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, method+" "+r.URL.Path+" is for servers that join")
 	case !h.authorizedAs(r, join.ServerUser):
-		writeJoinError(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized, "a server joins with the cluster's token (data-dir/server/token)")
+		writeJoinError(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized,
+			"a server joins with the cluster's server token (data-dir/server/token on the first server); the agent token only joins agents")
 	case h.servers == nil:
 		writeJoinError(w, http.StatusForbidden, metav1.StatusReasonForbidden,
 			"this server runs a single-server etcd: restart it with --cluster-init before other servers join it")
