@@ -48,7 +48,7 @@ func TestAgentRegistersNode(t *testing.T) {
 	dataDir := filepath.Join(dir, "data")
 	var logs bytes.Buffer
 	cmd := exec.Command(orchBin, "agent", "--config", config, "--server", s.URL(), "--token", strings.TrimSpace(string(token)),
-		"--data-dir", dataDir, "--node-name", "e2e-agent", "--node-ip", "127.0.0.1")
+		"--data-dir", dataDir, "--node-name", "e2e-agent", "--node-ip", agentIP)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -124,8 +124,8 @@ func TestAgentRegistersNode(t *testing.T) {
 	if !hasTaint {
 		t.Errorf("taints = %v, want e2e=yes:NoSchedule", n.Spec.Taints)
 	}
-	if len(n.Status.Addresses) == 0 || n.Status.Addresses[0] != (corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}) {
-		t.Errorf("addresses = %v, want InternalIP 127.0.0.1 first", n.Status.Addresses)
+	if len(n.Status.Addresses) == 0 || n.Status.Addresses[0] != (corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: agentIP}) {
+		t.Errorf("addresses = %v, want InternalIP "+agentIP+" first", n.Status.Addresses)
 	}
 	if n.Status.NodeInfo.KubeletVersion == "" || n.Status.NodeInfo.KernelVersion == "" {
 		t.Errorf("nodeInfo = %+v", n.Status.NodeInfo)

@@ -29,6 +29,11 @@ type Agent struct {
 	exited  chan error
 }
 
+// agentIP is the node IP of agents that share the test host with their
+// server: a loopback address, but not 127.0.0.1, which the server's
+// certificate names (a node's serving certificate may not).
+const agentIP = "127.0.0.2"
+
 // StartAgent starts `orch agent` joined to s as node name, with its own
 // containerd under a fresh data dir holding the busybox test image
 // (images.BusyboxRef) in its air-gap image directory. When t ends the
@@ -36,7 +41,7 @@ type Agent struct {
 // bridge) is removed.
 func StartAgent(t testing.TB, s *Server, name string, extra ...string) *Agent {
 	t.Helper()
-	args := []string{"--server", s.URL(), "--token", s.Token(), "--node-ip", "127.0.0.1", "--kubelet-port", strconv.Itoa(envtest.FreePort(t))}
+	args := []string{"--server", s.URL(), "--token", s.Token(), "--node-ip", agentIP, "--kubelet-port", strconv.Itoa(envtest.FreePort(t))}
 	if !slices.Contains(extra, "--eviction-hard") {
 		args = append(args, testEvictionHard...)
 	}

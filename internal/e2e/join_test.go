@@ -33,7 +33,7 @@ func TestJoinAcrossServerRestart(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	cfg := join.Config{Server: s.URL(), Token: string(token), NodeName: "e2e-node", Hostname: "e2e-node.local",
-		NodeIPs: []net.IP{net.ParseIP("127.0.0.1")}, DataDir: dir}
+		NodeIPs: []net.IP{net.ParseIP(agentIP)}, DataDir: dir}
 	creds, err := join.Join(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
