@@ -38,6 +38,10 @@ type Credentials struct {
 	// servers picks the server each new connection goes to.
 	servers *Servers
 
+	// refused receives when the apiserver answered 401 to these
+	// certificates (see refusedTransport); the Renewer renews then.
+	refused chan struct{}
+
 	mu     sync.RWMutex
 	live   *liveCerts
 	issued *issuedCerts
@@ -56,7 +60,7 @@ func newCredentials(c checked, caPEM []byte, issued *issuedCerts) (*Credentials,
 	return &Credentials{
 		Server: c.Server, NodeName: c.NodeName, CAPEM: caPEM, KubeconfigPath: c.paths.kubeconfig,
 		caPool: pool, paths: c.paths, dialer: connrotation.NewDialer(servers.DialContext), servers: servers,
-		live: live, issued: issued,
+		live: live, issued: issued, refused: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -171,7 +175,7 @@ func (c *Credentials) restConfig(tlsConfig *tls.Config, userAgent string) *rest.
 	// QPS and Burst are upstream's kubelet defaults (--kube-api-qps 50,
 	// --kube-api-burst 100): client-go's own 5/10 throttles a node that
 	// starts many pods at once.
-	return &rest.Config{Host: c.Server, Transport: transport, UserAgent: userAgent, QPS: 50, Burst: 100}
+	return &rest.Config{Host: c.Server, Transport: refusedTransport{next: transport, refused: c.refused}, UserAgent: userAgent, QPS: 50, Burst: 100}
 }
 
 // set replaces the certificates and closes the connections made with the

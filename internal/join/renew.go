@@ -7,7 +7,9 @@ import (
 	"time"
 )
 
-// Renewer renews a node's certificates when a third of their life remains:
+// Renewer renews a node's certificates when a third of their life remains,
+// or at once when the apiserver stops accepting them (at most once per
+// refusedPause):
 // it asks the server with new keys and the join token (over TLS verified
 // against the CA the node already trusts), stores the new files, rewrites
 // the kubeconfig and swaps the certificates in the Credentials, so nothing
@@ -34,22 +36,32 @@ const permanentRetry = 5 * time.Minute
 // maxWait bounds one wait, so a jump of the wall clock is noticed.
 const maxWait = time.Hour
 
+// refusedPause is the least time between two renewals for a refusal.
+const refusedPause = time.Minute
+
 // Start renews the certificates whenever they are due until ctx ends. A
 // failure is logged and retried with backoff; the old certificates are used
 // until they expire.
 func (r *Renewer) Start(ctx context.Context) error {
 	clk := r.cfg.Clock
 	delay := r.cfg.initialBackoff
-	var lastLog time.Time
+	var lastLog, lastRefused time.Time
 	for {
 		wait := r.creds.renewAt().Sub(clk.Now())
 		if wait > 0 {
+			refused := false
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-clk.After(min(wait, maxWait)):
+			case <-r.creds.refused:
+				refused = clk.Now().Sub(lastRefused) >= refusedPause
 			}
-			continue
+			if !refused {
+				continue
+			}
+			lastRefused = clk.Now()
+			r.log.Warn("the apiserver no longer accepts the node certificates (was the Node deleted?); asking for new ones")
 		}
 		err := r.renew(ctx)
 		if err == nil {

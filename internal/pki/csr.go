@@ -68,10 +68,11 @@ func ParseCSRPEM(data []byte) (*x509.CertificateRequest, error) {
 // SignCSR signs csr (already checked by ParseCSRPEM) with the cluster CA:
 // the certificate has the CSR's common name, organizations, DNS names and IP
 // addresses, the given extended key usage, and lives for validity (capped at
-// the CA's expiry). The caller decides whether the CSR may have what it asks
-// for; SignCSR copies nothing else from it. It returns the parsed
+// the CA's expiry); units, the signer's own, become its organizational
+// units. The caller decides whether the CSR may have what it asks for;
+// SignCSR copies nothing else from it. It returns the parsed
 // certificate and its PEM.
-func (b *Bundle) SignCSR(csr *x509.CertificateRequest, usage x509.ExtKeyUsage, validity time.Duration) (*x509.Certificate, []byte, error) {
+func (b *Bundle) SignCSR(csr *x509.CertificateRequest, usage x509.ExtKeyUsage, validity time.Duration, units ...string) (*x509.Certificate, []byte, error) {
 	if csr == nil {
 		return nil, nil, errors.New("pki: no certificate request to sign")
 	}
@@ -82,7 +83,7 @@ func (b *Bundle) SignCSR(csr *x509.CertificateRequest, usage x509.ExtKeyUsage, v
 		return nil, nil, fmt.Errorf("pki: certificate for %q needs a positive validity, got %s", csr.Subject.CommonName, validity)
 	}
 	return b.sign(leafSpec{
-		cn: csr.Subject.CommonName, orgs: slices.Clone(csr.Subject.Organization), usage: usage,
+		cn: csr.Subject.CommonName, orgs: slices.Clone(csr.Subject.Organization), units: units, usage: usage,
 		dnsNames: slices.Clone(csr.DNSNames), ips: slices.Clone(csr.IPAddresses), validity: validity,
 	}, csr.PublicKey)
 }

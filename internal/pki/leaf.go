@@ -19,6 +19,7 @@ type leafSpec struct {
 	certFile, keyFile string // file names in Bundle.Dir; empty for IssueClientCert
 	cn                string
 	orgs              []string
+	units             []string // the signer's, never the requester's
 	usage             x509.ExtKeyUsage
 	// bothWays adds client auth to a server certificate (etcd's members
 	// dial each other with the certificate they serve with).
@@ -132,7 +133,7 @@ func (b *Bundle) sign(spec leafSpec, pub crypto.PublicKey) (*x509.Certificate, [
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: spec.cn, Organization: spec.orgs},
+		Subject:               pkix.Name{CommonName: spec.cn, Organization: spec.orgs, OrganizationalUnit: spec.units},
 		NotBefore:             now.Add(-clockSkew),
 		NotAfter:              notAfter,
 		KeyUsage:              x509.KeyUsageDigitalSignature,

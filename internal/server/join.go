@@ -24,10 +24,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"orch/internal/apiserver"
 	"orch/internal/apiserver/filters"
 	"orch/internal/join"
 	"orch/internal/pki"
@@ -161,7 +163,8 @@ func (h *joinHandler) serveCertificates(w http.ResponseWriter, r *http.Request) 
 			return
 		}
 	}
-	if code, err := h.checkNodePassword(r.Context(), req.NodeName, req.NodePassword); err != nil {
+	registration, code, err := h.checkNodePassword(r.Context(), req.NodeName, req.NodePassword)
+	if err != nil {
 		reason := metav1.StatusReasonConflict
 		if code != http.StatusConflict {
 			reason = metav1.StatusReasonServiceUnavailable
@@ -171,7 +174,7 @@ func (h *joinHandler) serveCertificates(w http.ResponseWriter, r *http.Request) 
 		writeJoinError(w, code, reason, err.Error())
 		return
 	}
-	resp, err := h.sign(csrs)
+	resp, err := h.sign(csrs, registration)
 	if err != nil {
 		writeJoinError(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
 		return
@@ -180,10 +183,12 @@ func (h *joinHandler) serveCertificates(w http.ResponseWriter, r *http.Request) 
 	writeJSON(w, resp)
 }
 
-// sign signs the checked CSRs of one request.
-func (h *joinHandler) sign(csrs checkedCSRs) (join.CertificatesResponse, error) {
+// sign signs the checked CSRs of one request; the node's client
+// certificate names its registration (the password secret's UID), so that
+// the apiserver stops accepting it once that registration is gone.
+func (h *joinHandler) sign(csrs checkedCSRs, registration types.UID) (join.CertificatesResponse, error) {
 	resp := join.CertificatesResponse{CA: string(h.bundle.CACertPEM), Cluster: h.cluster}
-	_, clientPEM, err := h.bundle.SignCSR(csrs.client, x509.ExtKeyUsageClientAuth, h.validity)
+	_, clientPEM, err := h.bundle.SignCSR(csrs.client, x509.ExtKeyUsageClientAuth, h.validity, apiserver.NodeRegistrationUnit+string(registration))
 	if err != nil {
 		return resp, err
 	}
@@ -360,24 +365,24 @@ func checkSubject(csr *x509.CertificateRequest, user string, groups []string) er
 // checkNodePassword records password for node on its first join and
 // compares it on later ones. It returns 409 when node belongs to another
 // agent and 503 when the API cannot be used yet.
-func (h *joinHandler) checkNodePassword(ctx context.Context, node, password string) (int, error) {
+func (h *joinHandler) checkNodePassword(ctx context.Context, node, password string) (types.UID, int, error) {
 	secrets := h.client.CoreV1().Secrets(join.PasswordSecretNamespace)
 	name := join.PasswordSecretName(node)
 	for attempt := 0; attempt < 2; attempt++ {
 		current, err := secrets.Get(ctx, name, metav1.GetOptions{})
 		if err == nil {
 			if !passwordMatches(current.Data[join.PasswordHashKey], password) {
-				return http.StatusConflict, fmt.Errorf("node name %s is already taken by another agent; use --node-name "+
+				return "", http.StatusConflict, fmt.Errorf("node name %s is already taken by another agent; use --node-name "+
 					"or delete the Secret %s/%s", node, join.PasswordSecretNamespace, name)
 			}
-			return http.StatusOK, nil
+			return current.UID, http.StatusOK, nil
 		}
 		if !apierrors.IsNotFound(err) {
-			return http.StatusServiceUnavailable, fmt.Errorf("cannot read the node password secret %s/%s yet (retry shortly): %w", join.PasswordSecretNamespace, name, err)
+			return "", http.StatusServiceUnavailable, fmt.Errorf("cannot read the node password secret %s/%s yet (retry shortly): %w", join.PasswordSecretNamespace, name, err)
 		}
 		hash, err := hashPassword(password)
 		if err != nil {
-			return http.StatusServiceUnavailable, err
+			return "", http.StatusServiceUnavailable, err
 		}
 		secret := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: join.PasswordSecretNamespace,
@@ -385,17 +390,17 @@ func (h *joinHandler) checkNodePassword(ctx context.Context, node, password stri
 			Type: corev1.SecretTypeOpaque,
 			Data: map[string][]byte{join.PasswordHashKey: hash},
 		}
-		_, err = secrets.Create(ctx, secret, metav1.CreateOptions{FieldManager: "orch-join"})
+		created, err := secrets.Create(ctx, secret, metav1.CreateOptions{FieldManager: "orch-join"})
 		if err == nil {
-			return http.StatusOK, nil
+			return created.UID, http.StatusOK, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
-			return http.StatusServiceUnavailable, fmt.Errorf("cannot store the node password secret %s/%s yet (the server may still be starting; retry shortly): %w",
+			return "", http.StatusServiceUnavailable, fmt.Errorf("cannot store the node password secret %s/%s yet (the server may still be starting; retry shortly): %w",
 				join.PasswordSecretNamespace, name, err)
 		}
 		// Another join of the same name won the race: compare with its hash.
 	}
-	return http.StatusServiceUnavailable, fmt.Errorf("the node password secret %s/%s keeps changing; retry shortly", join.PasswordSecretNamespace, name)
+	return "", http.StatusServiceUnavailable, fmt.Errorf("the node password secret %s/%s keeps changing; retry shortly", join.PasswordSecretNamespace, name)
 }
 
 // Node password hashes are "pbkdf2-sha256$ITERATIONS$SALT$HASH" (base64).
