@@ -64,6 +64,9 @@ func upstreamClusterRoles() []rbacv1.ClusterRole {
 			verbs(read...).groups(core).resources("nodes"),
 			verbs("proxy").groups(core).resources("nodes"),
 			verbs("*").groups(core).resources("nodes/proxy", "nodes/metrics", "nodes/stats", "nodes/log"),
+			// KubeletFineGrainedAuthz is GA since 1.36: the kubelet asks
+			// for these first (falling back to nodes/proxy).
+			verbs("*").groups(core).resources("nodes/pods", "nodes/healthz", "nodes/configz"),
 		),
 		clusterRole("system:node-bootstrapper",
 			verbs("create", "get", "list", "watch").groups(certificates).resources("certificatesigningrequests"),
@@ -110,6 +113,8 @@ func upstreamClusterRoles() []rbacv1.ClusterRole {
 			verbs(read...).groups(core).resources("nodes"),
 			eventsRule(),
 			verbs("list", "watch").groups(discovery).resources("endpointslices"),
+			// MultiCIDRServiceAllocator is GA since 1.33.
+			verbs("list", "watch").groups(networking).resources("servicecidrs"),
 		),
 		clusterRole("system:kube-scheduler", kubeSchedulerRules()...),
 	}
