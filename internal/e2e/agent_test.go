@@ -208,7 +208,7 @@ func TestAgentRefusesBadInput(t *testing.T) {
 	os.WriteFile(emptyConfig, nil, 0o600)
 	os.WriteFile(badConfig, []byte("node-lables: [a=b]\n"), 0o600)
 	base := func(config string) []string {
-		return []string{"agent", "--config", config, "--data-dir", filepath.Join(dir, "data"), "--node-name", "bad-agent"}
+		return []string{"agent", "--config", config, "--data-dir", filepath.Join(dir, "data"), "--node-name", "bad-agent", "--node-ip", agentIP}
 	}
 	for _, tc := range []struct {
 		name string

@@ -81,6 +81,7 @@ const (
 	unauthenticatedGroup = "system:unauthenticated"
 	serviceAccountsGroup = "system:serviceaccounts"
 	monitoringGroup      = "system:monitoring"
+	nodesGroup           = "system:nodes"
 )
 
 // The metadata of every object of the policy, as upstream's.

@@ -2,11 +2,16 @@ package rbacpolicy
 
 import (
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // orchLeaderLocking is the Role (and RoleBinding) of kube-system that lets
 // the controller manager hold ControllerManagerLease.
 const orchLeaderLocking = "system::leader-locking-orch-controller-manager"
+
+// apiserverEndpoints is the Role (and RoleBinding) of namespace default
+// that lets nodes read the default/kubernetes Endpoints.
+const apiserverEndpoints = "system:orch:apiserver-endpoints"
 
 // orchClusterRoles are the ClusterRoles of orch's own identities.
 func orchClusterRoles() []rbacv1.ClusterRole {
@@ -43,6 +48,12 @@ func orchClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 // when a cluster narrows upstream's.
 func orchRoles() []rbacv1.Role {
 	return []rbacv1.Role{
+		// Every agent follows the servers' addresses in the
+		// default/kubernetes Endpoints (internal/join/servers.go) under its
+		// node identity, to reach another server when one goes away.
+		role(metav1.NamespaceDefault, apiserverEndpoints,
+			verbs("get", "list", "watch").groups(core).resources("endpoints").names("kubernetes"),
+		),
 		role(ControllerNamespace, orchLeaderLocking,
 			verbs("create").groups(coordination).resources("leases"),
 			verbs("get", "update").groups(coordination).resources("leases").names(ControllerManagerLease),
@@ -52,6 +63,7 @@ func orchRoles() []rbacv1.Role {
 
 func orchRoleBindings() []rbacv1.RoleBinding {
 	return []rbacv1.RoleBinding{
+		roleBinding(metav1.NamespaceDefault, apiserverEndpoints, apiserverEndpoints, groups(nodesGroup)),
 		roleBinding(ControllerNamespace, orchLeaderLocking, orchLeaderLocking, users(ControllerManagerUser)),
 	}
 }

@@ -54,8 +54,9 @@ func TestEveryObjectIsMarkedAsUpstreamDoes(t *testing.T) {
 			t.Errorf("%s %s: annotation %s = %q, want \"true\"", o.kind, o.meta.Name, rbacv1.AutoUpdateAnnotationKey, got)
 		}
 		switch {
-		case (o.kind == "Role" || o.kind == "RoleBinding") && o.meta.Namespace != metav1.NamespaceSystem && o.meta.Namespace != metav1.NamespacePublic:
-			t.Errorf("%s %s is in namespace %q, want kube-system or kube-public", o.kind, o.meta.Name, o.meta.Namespace)
+		case (o.kind == "Role" || o.kind == "RoleBinding") && o.meta.Namespace != metav1.NamespaceSystem && o.meta.Namespace != metav1.NamespacePublic &&
+			o.meta.Namespace != metav1.NamespaceDefault:
+			t.Errorf("%s %s is in namespace %q, want kube-system, kube-public or default (the kubernetes Endpoints)", o.kind, o.meta.Name, o.meta.Namespace)
 		case (o.kind == "ClusterRole" || o.kind == "ClusterRoleBinding") && o.meta.Namespace != "":
 			t.Errorf("%s %s has namespace %q", o.kind, o.meta.Name, o.meta.Namespace)
 		}

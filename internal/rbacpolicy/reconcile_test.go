@@ -80,10 +80,10 @@ func TestReconcileAgainstTheAPIServer(t *testing.T) {
 	if len(writes) != 0 {
 		t.Errorf("second Reconcile wrote %v, want nothing", writes)
 	}
-	// One list of each cluster-scoped kind, one per namespace (kube-system,
-	// kube-public) of the namespaced kinds.
-	if len(reads) != 6 {
-		t.Errorf("second Reconcile read %d times, want 6 lists: %v", len(reads), reads)
+	// One list of each cluster-scoped kind, one per namespace (default,
+	// kube-system, kube-public) of the namespaced kinds.
+	if len(reads) != 8 {
+		t.Errorf("second Reconcile read %d times, want 8 lists: %v", len(reads), reads)
 	}
 
 	userEdits(t, admin)
