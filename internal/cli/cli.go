@@ -35,6 +35,7 @@ func Main(args []string) int {
 			etcdSnapshotCommand(),
 			checkConfigCommand(),
 			certificateCommand(),
+			tokenCommand(),
 		},
 		HideHelpCommand: true,
 	}

@@ -101,12 +101,19 @@ var snapshotConfigKeys = map[string]string{
 // from the server's config file (and its drop-ins) for every flag not
 // given on the command line.
 func loadSnapshotConfig(c *cli.Context) error {
+	return loadServerConfig(c, "orch etcd-snapshot", snapshotConfigKeys)
+}
+
+// loadServerConfig sets the flags of keys (config file key → flag) from
+// the server's config file --config and its drop-ins, for every flag of
+// the command not given on the command line; command names it in errors.
+func loadServerConfig(c *cli.Context, command string, keys map[string]string) error {
 	path := c.String("config")
 	var files []string
 	if _, err := os.Stat(path); err == nil {
 		files = append(files, path)
 	} else if c.IsSet("config") {
-		return cli.Exit(fmt.Sprintf("orch etcd-snapshot: config file %q: %v", path, err), 1)
+		return cli.Exit(fmt.Sprintf("%s: config file %q: %v", command, path, err), 1)
 	}
 	dropIns, _ := filepath.Glob(path + ".d/*.yaml")
 	sort.Strings(dropIns)
@@ -121,20 +128,20 @@ func loadSnapshotConfig(c *cli.Context) error {
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
-			return cli.Exit(fmt.Sprintf("orch etcd-snapshot: read config file %q: %v", file, err), 1)
+			return cli.Exit(fmt.Sprintf("%s: read config file %q: %v", command, file, err), 1)
 		}
 		var values map[string]interface{}
 		if err := yaml.Unmarshal(data, &values); err != nil {
-			return cli.Exit(fmt.Sprintf("orch etcd-snapshot: config file %q is not valid YAML: %v", file, err), 1)
+			return cli.Exit(fmt.Sprintf("%s: config file %q is not valid YAML: %v", command, file, err), 1)
 		}
-		for key, flag := range snapshotConfigKeys {
+		for key, flag := range keys {
 			v, ok := values[key]
 			if !ok || !has[flag] || c.IsSet(flag) && !fromConfig[flag] {
 				continue // absent, not this subcommand's, or given on the command line
 			}
 			for _, s := range configValues(v) {
 				if err := c.Set(flag, s); err != nil {
-					return cli.Exit(fmt.Sprintf("orch etcd-snapshot: config file %q: key %q: %v", file, key, err), 1)
+					return cli.Exit(fmt.Sprintf("%s: config file %q: key %q: %v", command, file, key, err), 1)
 				}
 			}
 			fromConfig[flag] = true

@@ -45,10 +45,11 @@ func serverFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "cluster-init", Usage: "start a cluster other servers can join (etcd listens on the advertise address with TLS)"},
 		&cli.StringFlag{Name: "server", Aliases: []string{"s"}, Usage: "URL of a server of the cluster this server joins, e.g. https://10.0.0.1:6443 (with --token)"},
 		&cli.StringFlag{Name: "token", Aliases: []string{"t"}, EnvVars: []string{"ORCH_TOKEN"}, Usage: "the cluster's server token: with --server, to join the cluster (the first server's data-dir/server/token); " +
-			"without, on the first server, a full token or a passphrase that becomes its secret; it joins servers and agents and opens the cluster's keys: keep it for servers"},
+			"without, on the first server, a full token or a passphrase that becomes its secret; it joins servers and agents and opens the cluster's keys: keep it for servers; " +
+			"change it with orch token rotate"},
 		&cli.StringFlag{Name: "token-file", EnvVars: []string{"ORCH_TOKEN_FILE"}, Usage: "file holding the server token (used when --token is not given)"},
 		&cli.StringFlag{Name: "agent-token", EnvVars: []string{"ORCH_AGENT_TOKEN"}, Usage: "the agent token, which joins agents only (K10<hash>::node:<secret> or a passphrase); " +
-			"default: generated at the first start into data-dir/server/agent-token"},
+			"given, it replaces the cluster's; default: generated at the first start into data-dir/server/agent-token; rotate it with orch token rotate --agent"},
 		&cli.StringFlag{Name: "agent-token-file", EnvVars: []string{"ORCH_AGENT_TOKEN_FILE"}, Usage: "file holding the agent token (used when --agent-token is not given)"},
 		&cli.BoolFlag{Name: "disable-agent", Usage: "run the control plane only (no agent, so no pods, on this node)"},
 		&cli.IntFlag{Name: "etcd-client-port", Value: 2379, Usage: "loopback port of the embedded etcd's clients"},

@@ -151,7 +151,7 @@ func EnsureToken(path string, caCertPEM []byte) (string, error) {
 // EnsureServerToken is EnsureToken with the server's --token: given, a
 // full server token for this CA or a passphrase, is the secret of the
 // token created on first use, and must be the file's secret after that
-// (a server token does not change under a running cluster).
+// (it changes only with orch token rotate).
 func EnsureServerToken(path string, caCertPEM []byte, given string) (string, error) {
 	if strings.TrimSpace(given) == "" {
 		return EnsureToken(path, caCertPEM)
@@ -176,8 +176,8 @@ func EnsureServerToken(path string, caCertPEM []byte, given string) (string, err
 		return "", err
 	}
 	if _, secret, _ := ParseToken(token); subtle.ConstantTimeCompare([]byte(secret), []byte(t.Secret)) != 1 {
-		return "", fmt.Errorf("%w: the token file %q holds another secret: give the cluster's token (or remove the file to make the given one the cluster's, "+
-			"then join every server and agent again with it)", ErrInvalidToken, path)
+		return "", fmt.Errorf("%w: the token file %q holds another secret: give the cluster's server token, which is in that file "+
+			"(after orch token rotate, put the new token in --token); to make the given one the cluster's, run orch token rotate --new-token with it", ErrInvalidToken, path)
 	}
 	return token, nil
 }
@@ -248,6 +248,9 @@ func writeToken(path, token string) error {
 	}
 	return fsutil.WriteFileAtomic(path, []byte(token+"\n"), 0o600)
 }
+
+// NewSecret returns a new random token secret (32 hex characters).
+func NewSecret() (string, error) { return newSecret() }
 
 func newSecret() (string, error) {
 	b := make([]byte, secretBytes)

@@ -32,6 +32,7 @@ import (
 	"orch/internal/apiserver"
 	"orch/internal/apiserver/filters"
 	"orch/internal/join"
+	"orch/internal/jointoken"
 	"orch/internal/pki"
 )
 
@@ -40,11 +41,11 @@ import (
 // agent's CSRs for callers that know the join token's secret.
 type joinHandler struct {
 	bundle *pki.Bundle
-	// secret is the server token's: it joins servers and agents.
-	secret string
-	// agentToken is the agent token (K10<hash>::node:<secret>), whose
-	// secret, agentSecret, only joins agents.
-	agentToken, agentSecret string
+	// tokens are the cluster's current join tokens: the server token's
+	// secret joins servers and agents, the agent token's only agents.
+	// They change while the server runs (orch token rotate; see
+	// tokenWatcher).
+	tokens *jointoken.Holder
 	// ownSecret is the secret of the server's own agent, made anew at
 	// every start and never written: only that agent, inside this
 	// process, knows it. Its serving certificate may name this server's
@@ -60,15 +61,7 @@ type joinHandler struct {
 	log      *slog.Logger
 }
 
-func newJoinHandler(bundle *pki.Bundle, token, agentToken string, cluster join.Cluster, loopback *rest.Config, log *slog.Logger) (*joinHandler, error) {
-	_, secret, err := pki.ParseToken(token)
-	if err != nil {
-		return nil, err
-	}
-	_, agentSecret, err := pki.ParseToken(agentToken)
-	if err != nil {
-		return nil, err
-	}
+func newJoinHandler(bundle *pki.Bundle, tokens *jointoken.Holder, cluster join.Cluster, loopback *rest.Config, log *slog.Logger) (*joinHandler, error) {
 	client, err := kubernetes.NewForConfig(loopback)
 	if err != nil {
 		return nil, err
@@ -77,7 +70,7 @@ func newJoinHandler(bundle *pki.Bundle, token, agentToken string, cluster join.C
 	if _, err := rand.Read(own); err != nil {
 		return nil, err
 	}
-	return &joinHandler{bundle: bundle, secret: secret, agentToken: agentToken, agentSecret: agentSecret, ownSecret: hex.EncodeToString(own),
+	return &joinHandler{bundle: bundle, tokens: tokens, ownSecret: hex.EncodeToString(own),
 		cluster: cluster, client: client, validity: pki.LeafValidity, log: log}, nil
 }
 
@@ -218,8 +211,9 @@ func (h *joinHandler) authorized(r *http.Request) bool {
 	if !ok || !constantTimeEqual(user, join.TokenUser) {
 		return false
 	}
+	current := h.tokens.Load()
 	match := false
-	for _, secret := range []string{h.secret, h.agentSecret, h.ownSecret} {
+	for _, secret := range []string{current.ServerSecret, current.AgentSecret, h.ownSecret} {
 		// Every one is compared, whichever matches.
 		match = secret != "" && constantTimeEqual(password, secret) || match
 	}
@@ -240,7 +234,7 @@ func (h *joinHandler) authorizedAs(r *http.Request, wantUser string) bool {
 		return false
 	}
 	userOK := constantTimeEqual(user, wantUser)
-	secretOK := constantTimeEqual(password, h.secret)
+	secretOK := constantTimeEqual(password, h.tokens.Load().ServerSecret)
 	return userOK && secretOK
 }
 

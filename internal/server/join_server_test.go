@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,6 +35,10 @@ type testServer struct {
 	url, dataDir, token string
 	admin               kubernetes.Interface
 	caPEM               []byte
+	cfg                 Config
+	// stop stops the server and waits until it has (also done at the
+	// end of the test).
+	stop func()
 }
 
 func startTestServer(t *testing.T, options ...func(*Config)) *testServer {
@@ -48,25 +53,31 @@ func startTestServer(t *testing.T, options ...func(*Config)) *testServer {
 	for _, option := range options {
 		option(&cfg)
 	}
+	dir = cfg.DataDir
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, cfg, testLogger()) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("server: %v", err)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("server: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("the server did not stop within 30s")
 			}
-		case <-time.After(30 * time.Second):
-			t.Error("the server did not stop within 30s")
-		}
-	})
-	s := &testServer{url: "https://127.0.0.1:" + strconv.Itoa(cfg.HTTPSPort), dataDir: dir}
+		})
+	}
+	t.Cleanup(stop)
+	s := &testServer{url: "https://" + net.JoinHostPort(cfg.BindAddress, strconv.Itoa(cfg.HTTPSPort)), dataDir: dir, cfg: cfg, stop: stop}
 	// The token and the kubeconfig are written before the listener serves.
 	envtest.Eventually(t, "server wrote its token and kubeconfig", func() (bool, error) {
 		select {
 		case err := <-done:
+			done <- err // for stop
 			t.Fatalf("server stopped: %v", err)
 		default:
 		}

@@ -19,6 +19,7 @@ import (
 
 	"orch/internal/controller/nodepassword"
 	"orch/internal/join"
+	"orch/internal/jointoken"
 	"orch/internal/pki"
 	"orch/internal/run"
 )
@@ -177,8 +178,12 @@ func startRecordingServer(t *testing.T) *recordingServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &joinHandler{bundle: bundle, secret: "the-secret", ownSecret: "own-secret", client: fake.NewClientset(), validity: pki.LeafValidity, log: testLogger(),
-		agentToken: pki.FormatAgentToken(pki.CAHash(bundle.CACertPEM), "agent-secret"), agentSecret: "agent-secret"}
+	tokens, err := jointoken.NewHolder(jointoken.Record{Server: pki.FormatToken(pki.CAHash(bundle.CACertPEM), "the-secret"),
+		Agent: pki.FormatAgentToken(pki.CAHash(bundle.CACertPEM), "agent-secret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &joinHandler{bundle: bundle, tokens: tokens, ownSecret: "own-secret", client: fake.NewClientset(), validity: pki.LeafValidity, log: testLogger()}
 	rs := &recordingServer{bundle: bundle, handler: h}
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "apiserver", http.StatusTeapot) })
 	inner := h.wrap(next)

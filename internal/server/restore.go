@@ -13,15 +13,13 @@ import (
 	"strconv"
 	"strings"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"orch/internal/etcdsnapshot"
 	"orch/internal/join"
 	"orch/internal/pki"
 )
 
 // bootstrapKey holds, in etcd, the shared files of the cluster (see
-// sharedFiles) sealed with the join token, so that a snapshot has
+// sharedFiles) and its agent token, sealed with the server token, so that a snapshot has
 // everything a new host needs to restore the cluster given the token.
 // It is outside /registry: the apiserver never serves it.
 const bootstrapKey = "/orch/bootstrap"
@@ -43,28 +41,43 @@ func readSharedFiles(tlsDir string) (map[string]string, error) {
 	return files, nil
 }
 
-// storeBootstrap writes the sealed shared files, and the agent token, to
-// etcd.
-func storeBootstrap(ctx context.Context, client *clientv3.Client, tlsDir, token, agentToken string) error {
-	_, secret, err := pki.ParseToken(token)
-	if err != nil {
-		return err
-	}
+// sealBootstrap seals the shared files of tlsDir, and the agent token,
+// with the server token's secret: the value of bootstrapKey.
+func sealBootstrap(tlsDir, serverSecret, agentToken string) ([]byte, error) {
 	files, err := readSharedFiles(tlsDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	files[agentTokenKey] = agentToken
-	plain, err := json.Marshal(files)
+	return sealBootstrapFiles(files, serverSecret, agentToken)
+}
+
+// sealBootstrapFiles seals files, with the agent token under
+// agentTokenKey, with the server token's secret.
+func sealBootstrapFiles(files map[string]string, serverSecret, agentToken string) ([]byte, error) {
+	all := make(map[string]string, len(files)+1)
+	for name, data := range files {
+		all[name] = data
+	}
+	all[agentTokenKey] = agentToken
+	plain, err := json.Marshal(all)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	sealed, err := join.Seal(secret, plain)
+	return join.Seal(serverSecret, plain)
+}
+
+// openBootstrap reverses sealBootstrap: the shared files, and the agent
+// token under agentTokenKey.
+func openBootstrap(serverSecret string, sealed []byte) (map[string]string, error) {
+	plain, err := join.Open(serverSecret, sealed)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = client.Put(ctx, bootstrapKey, string(sealed))
-	return err
+	var files map[string]string
+	if err := json.Unmarshal(plain, &files); err != nil {
+		return nil, fmt.Errorf("the cluster's bootstrap data is unreadable: %w", err)
+	}
+	return files, nil
 }
 
 // restoreSnapshot is --cluster-reset --cluster-reset-restore-path: it
@@ -99,13 +112,10 @@ func (p parsed) restoreSnapshot(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("orch server: --token: %w", err)
 	}
-	plain, err := join.Open(t.Secret, sealed)
+	files, err := openBootstrap(t.Secret, sealed)
 	if err != nil {
-		return fmt.Errorf("orch server: the token does not open the snapshot's certificates (%w): give the token of the cluster the snapshot was taken from with --token", err)
-	}
-	var files map[string]string
-	if err := json.Unmarshal(plain, &files); err != nil {
-		return fmt.Errorf("orch server: the snapshot's certificates are unreadable: %w", err)
+		return fmt.Errorf("orch server: the token does not open the snapshot's certificates (%w): give the server token of the cluster the snapshot was taken from with --token "+
+			"(a snapshot taken before orch token rotate opens with the token of then)", err)
 	}
 	return p.writeSharedFiles(files, token)
 }
@@ -143,10 +153,7 @@ func (p parsed) writeSharedFiles(files map[string]string, token string) error {
 		}
 		token = pki.FormatToken(pki.CAHash([]byte(ca)), t.Secret)
 	}
-	if err := os.WriteFile(p.tokenPath(), []byte(token+"\n"), 0o600); err != nil {
-		return fmt.Errorf("orch server: write the token: %w", err)
-	}
-	return nil
+	return writeTokenFile(p.tokenPath(), token)
 }
 
 // restoreToken is --token or --token-file, else the token this data dir has.

@@ -23,6 +23,7 @@ import (
 	"orch/internal/apiserver/registry/all"
 	"orch/internal/etcdsnapshot"
 	"orch/internal/join"
+	"orch/internal/jointoken"
 	"orch/internal/manifests"
 	"orch/internal/memory"
 	"orch/internal/pki"
@@ -90,8 +91,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	defer etcd.Close()
 	etcdClient = etcd.Client
-	if err := storeBootstrap(ctx, etcd.Client, p.tlsDir(), token, agentToken); err != nil {
-		log.Warn("cannot keep the cluster's certificates in etcd for snapshots", "err", err)
+	tokens, err := p.syncTokens(ctx, etcd.Client, bundle.CAKeyPEM, jointoken.Record{Server: token, Agent: agentToken}, log.With("component", "join-tokens"))
+	if err != nil {
+		return err
+	}
+	tokenHolder, err := jointoken.NewHolder(tokens)
+	if err != nil {
+		return err
 	}
 	store := storage.NewEtcd(etcd.Client)
 
@@ -134,7 +140,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	joins, err := newJoinHandler(bundle, token, agentToken, join.Cluster{DNS: p.ClusterDNS, Domain: p.ClusterDomain, ClusterCIDR: p.clusterCIDR.String(), ServiceCIDR: p.serviceCIDR.String()}, loopback, log.With("component", "join"))
+	joins, err := newJoinHandler(bundle, tokenHolder, join.Cluster{DNS: p.ClusterDNS, Domain: p.ClusterDomain, ClusterCIDR: p.clusterCIDR.String(), ServiceCIDR: p.serviceCIDR.String()}, loopback, log.With("component", "join"))
 	if err != nil {
 		return err
 	}
@@ -166,6 +172,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			}
 		})},
 		{Name: "etcd-snapshots", Runnable: run.Func(snapshots.Run)},
+		{Name: "join-tokens", Runnable: &tokenWatcher{store: etcd.Client, caKeyPEM: bundle.CAKeyPEM, holder: tokenHolder, files: p.tokenFiles(),
+			given: p.tokensGiven(), log: log.With("component", "join-tokens")}},
 		{Name: "etcd-compactor", Runnable: run.Func(func(ctx context.Context) error {
 			return store.RunCompactor(ctx, 5*time.Minute, log.With("component", "compactor"))
 		})},

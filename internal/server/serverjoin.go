@@ -43,11 +43,12 @@ func (h *joinHandler) serveServerBootstrap(w http.ResponseWriter, r *http.Reques
 		writeJoinError(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, err.Error())
 		return
 	}
-	b := join.ServerBootstrap{Files: files, Settings: h.servers.settings, AgentToken: h.agentToken}
+	tokens := h.tokens.Load()
+	b := join.ServerBootstrap{Files: files, Settings: h.servers.settings, AgentToken: tokens.Agent}
 	plain, err := json.Marshal(b)
 	if err == nil {
 		var sealed []byte
-		if sealed, err = join.Seal(h.secret, plain); err == nil {
+		if sealed, err = join.Seal(tokens.ServerSecret, plain); err == nil {
 			writeJSON(w, join.SealedBootstrap{Sealed: sealed})
 			return
 		}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"orch/internal/fsutil"
+	"orch/internal/jointoken"
 	"orch/internal/pki"
 )
 
@@ -14,7 +16,10 @@ import (
 // (data-dir/server/token, K10<hash>::server:<secret>) joins servers and
 // agents, and is the only one that may fetch the cluster's sealed keys or
 // add an etcd member; the agent token (data-dir/server/agent-token,
-// K10<hash>::node:<secret>) only gets node certificates.
+// K10<hash>::node:<secret>) only gets node certificates. The cluster keeps
+// both in etcd too (jointoken.Record): a starting server agrees its files
+// with it (tokensync.go), every running server follows it, and orch token
+// rotate changes it (tokenrotate.go).
 
 // agentTokenKey names the agent token among the sealed shared files kept
 // in etcd for snapshots (see storeBootstrap); it is not a file of tls/.
@@ -75,17 +80,28 @@ func (p parsed) ensureTokens(caPEM []byte) (server, agent string, err error) {
 	return server, agent, nil
 }
 
+// tokensGiven says which tokens the flags give: --token (or --token-file)
+// and --agent-token (or --agent-token-file).
+func (p parsed) tokensGiven() jointoken.Given {
+	return jointoken.Given{Server: p.Token != "" || p.TokenFile != "", Agent: p.AgentToken != "" || p.AgentTokenFile != ""}
+}
+
+// writeTokenFile replaces a token file (mode 0600) in one step.
+func writeTokenFile(path, token string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("orch server: create the directory of %s: %w", path, err)
+	}
+	if err := fsutil.WriteFileAtomic(path, []byte(token+"\n"), 0o600); err != nil {
+		return fmt.Errorf("orch server: write %s: %w", path, err)
+	}
+	return nil
+}
+
 // writeAgentToken keeps the cluster's agent token (from the server joined
 // or a snapshot) where ensureTokens finds it.
 func (p parsed) writeAgentToken(token string) error {
 	if _, _, err := pki.ParseToken(token); err != nil {
 		return fmt.Errorf("orch server: the cluster's agent token: %w", err)
 	}
-	if err := os.MkdirAll(p.serverDir(), 0o700); err != nil {
-		return err
-	}
-	if err := os.WriteFile(p.agentTokenPath(), []byte(token+"\n"), 0o600); err != nil {
-		return fmt.Errorf("orch server: write the agent token: %w", err)
-	}
-	return nil
+	return writeTokenFile(p.agentTokenPath(), token)
 }

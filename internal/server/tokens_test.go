@@ -81,8 +81,8 @@ func TestServerBootstrapCarriesAgentToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.AgentToken != rs.handler.agentToken {
-		t.Errorf("bootstrap agent token %q, want %q", b.AgentToken, rs.handler.agentToken)
+	if b.AgentToken != rs.handler.tokens.Load().Agent {
+		t.Errorf("bootstrap agent token %q, want %q", b.AgentToken, rs.handler.tokens.Load().Agent)
 	}
 	if _, ok := b.Files[pki.CAKeyFile]; !ok {
 		t.Errorf("bootstrap files %v lack the CA key", b.Files)
