@@ -33,7 +33,8 @@ func (s *Server) accessReviewResources() []*virtualResource {
 }
 
 // readReview decodes the body of a review into into and checks that its
-// metadata is empty, as upstream requires.
+// metadata is empty, as upstream requires; a local review may name its
+// namespace (the request's).
 func (s *Server) readReview(r *http.Request, into runtime.Object, kind string) error {
 	data, err := readBody(r)
 	if err == nil {
@@ -44,6 +45,9 @@ func (s *Server) readReview(r *http.Request, into runtime.Object, kind string) e
 	}
 	meta := *into.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta)
 	meta.ManagedFields = nil
+	if kind == "LocalSubjectAccessReview" {
+		meta.Namespace = ""
+	}
 	if !apiequality.Semantic.DeepEqual(metav1.ObjectMeta{}, meta) {
 		return apierrors.NewInvalid(authorizationv1.SchemeGroupVersion.WithKind(kind).GroupKind(), "",
 			field.ErrorList{field.Invalid(field.NewPath("metadata"), meta, "must be empty")})
@@ -86,11 +90,17 @@ func (s *Server) localSubjectAccessReview(w http.ResponseWriter, r *http.Request
 		s.respondError(w, r, apierrors.NewInvalid(authorizationv1.SchemeGroupVersion.WithKind("LocalSubjectAccessReview").GroupKind(), "", errs), gr, "")
 		return
 	}
+	if review.Namespace == "" {
+		review.Namespace = info.Namespace
+	}
+	if review.Namespace != info.Namespace {
+		s.respondError(w, r, badRequest("the namespace of the provided object (%s) does not match the namespace sent on the request (%s)", review.Namespace, info.Namespace), gr, "")
+		return
+	}
 	if review.Spec.ResourceAttributes.Namespace != info.Namespace {
 		s.respondError(w, r, apierrors.NewBadRequest("spec.resourceAttributes.namespace must match namespace: "+info.Namespace), gr, "")
 		return
 	}
-	review.Namespace = ""
 	review.Status = s.reviewAccess(r.Context(), specUser(review.Spec), review.Spec.ResourceAttributes, nil)
 	review.APIVersion, review.Kind = authorizationv1.SchemeGroupVersion.String(), "LocalSubjectAccessReview"
 	s.respond(w, r, http.StatusCreated, review)

@@ -253,9 +253,14 @@ func TestAccessReviews(t *testing.T) {
 	}
 
 	lsar := &authorizationv1.LocalSubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{Groups: []string{"readers"}, ResourceAttributes: listPods}}
-	if got, err := e.admin.AuthorizationV1().LocalSubjectAccessReviews("one").Create(ctx, lsar, metav1.CreateOptions{}); err != nil || !got.Status.Allowed {
+	if got, err := e.admin.AuthorizationV1().LocalSubjectAccessReviews("one").Create(ctx, lsar, metav1.CreateOptions{}); err != nil || !got.Status.Allowed || got.Namespace != "one" {
 		t.Fatalf("local review: %+v, %v", got, err)
 	}
+	lsar.Namespace = "one" // may be given, as the conformance test does
+	if got, err := e.admin.AuthorizationV1().LocalSubjectAccessReviews("one").Create(ctx, lsar, metav1.CreateOptions{}); err != nil || !got.Status.Allowed {
+		t.Fatalf("local review naming its namespace: %+v, %v", got, err)
+	}
+	lsar.Namespace = ""
 	if _, err := e.admin.AuthorizationV1().LocalSubjectAccessReviews("two").Create(ctx, lsar, metav1.CreateOptions{}); !apierrors.IsBadRequest(err) {
 		t.Fatalf("local review in another namespace: err = %v, want BadRequest", err)
 	}
