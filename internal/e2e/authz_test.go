@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"orch/internal/envtest"
+	"orch/internal/join"
 	"orch/internal/kubelet/images"
 )
 
@@ -184,6 +187,41 @@ spec:
 	for _, c := range n.Status.Conditions {
 		if c.Type == "Ready" && time.Since(c.LastHeartbeatTime.Time) > 2*time.Minute {
 			t.Errorf("node status not reported lately: %v", c.LastHeartbeatTime)
+		}
+	}
+}
+
+// TestAgentTokenJoins: an agent joined with the agent token (not the
+// server token) registers and runs like any other, and that token opens
+// none of the server-only join endpoints.
+func TestAgentTokenJoins(t *testing.T) {
+	s := StartServer(t)
+	data, err := os.ReadFile(filepath.Join(s.Dir, "server", "agent-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(data))
+	if !strings.Contains(token, "::node:") {
+		t.Fatalf("agent token %q is not of the ::node: form", token)
+	}
+	args := append([]string{"--server", s.URL(), "--token", token, "--node-ip", agentIP, "--kubelet-port", strconv.Itoa(envtest.FreePort(t))}, testEvictionHard...)
+	startAgent(t, "e2e-agent-token", nil, args)
+	waitNodeReady(t, s.client(t), "e2e-agent-token")
+
+	_, secret, _ := strings.Cut(token, "::node:")
+	anon := s.Anonymous(t)
+	for _, ep := range []struct{ method, path string }{{http.MethodGet, join.ServerBootstrapPath}, {http.MethodPost, join.EtcdMembersPath}} {
+		for _, user := range []string{join.TokenUser, join.ServerUser} {
+			req, _ := http.NewRequest(ep.method, s.URL()+ep.path, strings.NewReader("{}"))
+			req.SetBasicAuth(user, secret)
+			resp, err := anon.c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("%s %s as %s with the agent token's secret: %d, want 401", ep.method, ep.path, user, resp.StatusCode)
+			}
 		}
 	}
 }
