@@ -37,44 +37,42 @@ func (s *Server) nodeLookup(ctx context.Context) noderestriction.Lookup {
 	core, storage := corev1.SchemeGroupVersion, storagev1.SchemeGroupVersion
 	return noderestriction.Lookup{
 		Pod: func(ns, name string) (*corev1.Pod, error) {
-			return lookup[*corev1.Pod](ctx, s, core.WithResource("pods").GroupResource(), ns, name)
+			return lookup[*corev1.Pod](ctx, s, core.WithResource("pods"), ns, name)
 		},
 		Node: func(name string) (*corev1.Node, error) {
-			return lookup[*corev1.Node](ctx, s, core.WithResource("nodes").GroupResource(), "", name)
+			return lookup[*corev1.Node](ctx, s, core.WithResource("nodes"), "", name)
 		},
 		Claim: func(ns, name string) (*corev1.PersistentVolumeClaim, error) {
-			return lookup[*corev1.PersistentVolumeClaim](ctx, s, core.WithResource("persistentvolumeclaims").GroupResource(), ns, name)
+			return lookup[*corev1.PersistentVolumeClaim](ctx, s, core.WithResource("persistentvolumeclaims"), ns, name)
 		},
 		Volume: func(name string) (*corev1.PersistentVolume, error) {
-			return lookup[*corev1.PersistentVolume](ctx, s, core.WithResource("persistentvolumes").GroupResource(), "", name)
+			return lookup[*corev1.PersistentVolume](ctx, s, core.WithResource("persistentvolumes"), "", name)
 		},
 		CSIDriver: func(name string) (*storagev1.CSIDriver, error) {
-			return lookup[*storagev1.CSIDriver](ctx, s, storage.WithResource("csidrivers").GroupResource(), "", name)
+			return lookup[*storagev1.CSIDriver](ctx, s, storage.WithResource("csidrivers"), "", name)
 		},
 		Authorizer: s.authz.chain,
 	}
 }
 
-// lookup reads one stored object of resource gr, as an apierrors NotFound
-// when it is not there.
-func lookup[T runtime.Object](ctx context.Context, s *Server, gr schema.GroupResource, namespace, name string) (T, error) {
+// lookup reads one stored object of resource gvr, as an apierrors
+// NotFound when it is not there.
+func lookup[T runtime.Object](ctx context.Context, s *Server, gvr schema.GroupVersionResource, namespace, name string) (T, error) {
 	var zero T
-	for gvr, rs := range s.resources {
-		if gvr.GroupResource() != gr {
-			continue
-		}
-		obj, err := rs.get(ctx, namespace, name)
-		if isNotFound(err) {
-			return zero, apierrors.NewNotFound(gr, name)
-		}
-		if err != nil {
-			return zero, err
-		}
-		t, ok := obj.(T)
-		if !ok {
-			return zero, fmt.Errorf("%s %q is a %T", gr, name, obj)
-		}
-		return t, nil
+	rs, ok := s.resources[gvr]
+	if !ok {
+		return zero, apierrors.NewNotFound(gvr.GroupResource(), name)
 	}
-	return zero, apierrors.NewNotFound(gr, name)
+	obj, err := rs.get(ctx, namespace, name)
+	if isNotFound(err) {
+		return zero, apierrors.NewNotFound(rs.gr, name)
+	}
+	if err != nil {
+		return zero, err
+	}
+	t, ok := obj.(T)
+	if !ok {
+		return zero, fmt.Errorf("%s %q is a %T", rs.gr, name, obj)
+	}
+	return t, nil
 }

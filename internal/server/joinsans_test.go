@@ -1,8 +1,6 @@
 package server
 
 import (
-	"crypto/tls"
-	"encoding/json"
 	"net"
 	"net/http"
 	"strings"
@@ -84,24 +82,12 @@ func TestReservedSANs(t *testing.T) {
 // own agent, which has the server's names, is served.
 func TestJoinHandlerReservedSANs(t *testing.T) {
 	rs := startRecordingServer(t) // its apiserver certificate: localhost, 127.0.0.1
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: rs.bundle.CAPool()}}}
-	defer client.CloseIdleConnections()
 	post := func(secret, name string, ips ...string) (int, string) {
 		t.Helper()
 		nodes := []string{join.NodesGroup}
 		req := join.CertificatesRequest{NodeName: name, NodeIPs: ips, NodePassword: "pw-" + name,
 			ClientCSR: csrPEM(t, join.NodeUser(name), nodes, nil), ServingCSR: csrPEM(t, join.NodeUser(name), nodes, []string{name}, ips...)}
-		body, _ := json.Marshal(req)
-		r, _ := http.NewRequest(http.MethodPost, rs.URL+join.CertificatesPath, strings.NewReader(string(body)))
-		r.SetBasicAuth(join.TokenUser, secret)
-		resp, err := client.Do(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var status struct{ Message string }
-		json.NewDecoder(resp.Body).Decode(&status)
-		return resp.StatusCode, status.Message
+		return joinCall(t, rs, http.MethodPost, join.CertificatesPath, join.TokenUser, secret, req)
 	}
 	if code, msg := post("the-secret", "n1", "10.0.0.7"); code != http.StatusOK {
 		t.Errorf("an agent with its own address: %d %s", code, msg)

@@ -16,26 +16,34 @@ import (
 	"orch/internal/pki"
 )
 
+// joinCall sends body as JSON to the join endpoint path of rs with basic
+// auth user and secret, and returns the status code and the answer's
+// message.
+func joinCall(t *testing.T, rs *recordingServer, method, path, user, secret string, body any) (int, string) {
+	t.Helper()
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: rs.bundle.CAPool()}}}
+	defer client.CloseIdleConnections()
+	data, _ := json.Marshal(body)
+	r, _ := http.NewRequest(method, rs.URL+path, strings.NewReader(string(data)))
+	r.SetBasicAuth(user, secret)
+	resp, err := client.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var status struct{ Message string }
+	json.NewDecoder(resp.Body).Decode(&status)
+	return resp.StatusCode, status.Message
+}
+
 // TestAgentTokenOnlyJoinsAgents: the agent token's secret gets node
 // certificates and 401 from every endpoint only servers may use; the
 // server token's gets both (a single server then answers 403).
 func TestAgentTokenOnlyJoinsAgents(t *testing.T) {
 	rs := startRecordingServer(t)
-	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: rs.bundle.CAPool()}}}
-	defer client.CloseIdleConnections()
 	call := func(method, path, user, secret string, body any) (int, string) {
 		t.Helper()
-		data, _ := json.Marshal(body)
-		r, _ := http.NewRequest(method, rs.URL+path, strings.NewReader(string(data)))
-		r.SetBasicAuth(user, secret)
-		resp, err := client.Do(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var status struct{ Message string }
-		json.NewDecoder(resp.Body).Decode(&status)
-		return resp.StatusCode, status.Message
+		return joinCall(t, rs, method, path, user, secret, body)
 	}
 	nodes := []string{join.NodesGroup}
 	certs := func(name string) join.CertificatesRequest {
