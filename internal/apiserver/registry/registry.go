@@ -58,6 +58,16 @@ type Resource struct {
 	// ValidateCreate adds the checks that apply only to a new object (pods may
 	// not be created with ephemeral containers). Validate also runs on create.
 	ValidateCreate func(obj runtime.Object) field.ErrorList
+	// ValidateStatusUpdate, when set, replaces Validate and ValidateUpdate
+	// for writes through the status subresource (custom resources validate
+	// only what /status may change, as upstream's status strategy).
+	ValidateStatusUpdate func(obj, old runtime.Object) field.ErrorList
+	// Prune, when set, drops the fields the resource's schema does not know
+	// (custom resources without x-kubernetes-preserve-unknown-fields) and
+	// returns their paths ("spec.foo"), which the handlers report as unknown
+	// fields per the request's fieldValidation. It runs on every object
+	// decoded from a request or from storage.
+	Prune func(obj runtime.Object) []string
 	// SpecSubresources are the subresources, by name, that take and return the
 	// whole object but change only part of its spec (pods/ephemeralcontainers).
 	SpecSubresources map[string]SpecSubresource
