@@ -38,7 +38,7 @@ func (s *Server) serveAggregated(w http.ResponseWriter, core bool) {
 	list := &apidiscoveryv2.APIGroupDiscoveryList{}
 	list.APIVersion, list.Kind = apidiscoveryv2.SchemeGroupVersion.String(), "APIGroupDiscoveryList"
 	index := map[string]int{}
-	for _, g := range s.groups {
+	for _, g := range s.apiGroups() {
 		if (g.gv.Group == "") != core {
 			continue
 		}

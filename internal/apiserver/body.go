@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
+
+	"orch/internal/apiserver/registry/customresource"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +56,10 @@ func (s *Server) decodeObject(r *http.Request, rs *resourceStore, data []byte) (
 	if err != nil {
 		return nil, nil, err
 	}
+	if mediaType == mediaProtobuf && rs.custom != nil {
+		return nil, nil, statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
+			"custom resources have no protobuf encoding: send application/json or application/yaml")
+	}
 	decoder := info.Serializer
 	switch {
 	case mediaType == mediaJSON && validation != metav1.FieldValidationIgnore:
@@ -68,24 +75,36 @@ func (s *Server) decodeWith(decoder runtime.Decoder, rs *resourceStore, data []b
 		return nil, nil, badRequest("the request body is empty: send a %s", rs.res.Kind)
 	}
 	obj, gvk, err := decoder.Decode(data, &rs.gvk, rs.res.New())
-	var warnings []string
+	var unknown []string // strict decoding errors: unknown and duplicate fields
 	if err != nil {
 		strict, isStrict := runtime.AsStrictDecodingError(err)
-		switch {
-		case !isStrict:
+		if !isStrict {
 			return nil, nil, badRequest("the request body cannot be decoded as a %s: %v", rs.gvk.Kind, err)
-		case validation == metav1.FieldValidationStrict:
-			return nil, nil, badRequest("%v", strict)
-		case validation == metav1.FieldValidationWarn:
-			for _, e := range strict.Errors() {
-				warnings = append(warnings, e.Error())
-			}
+		}
+		for _, e := range strict.Errors() {
+			unknown = append(unknown, e.Error())
 		}
 	}
 	if gvk != nil && *gvk != rs.gvk {
 		return nil, nil, badRequest("the body is a %s but this endpoint takes %s (apiVersion %s)", gvk.String(), rs.gvk.Kind, rs.gvk.GroupVersion())
 	}
-	return obj, warnings, nil
+	if rs.custom != nil {
+		if err := customresource.CheckMetadata(obj); err != nil {
+			return nil, nil, badRequest("%v", err)
+		}
+	}
+	if rs.res.Prune != nil {
+		for _, path := range rs.res.Prune(obj) {
+			unknown = append(unknown, fmt.Sprintf("unknown field %q", path))
+		}
+	}
+	switch {
+	case len(unknown) == 0 || validation == metav1.FieldValidationIgnore:
+		return obj, nil, nil
+	case validation == metav1.FieldValidationStrict:
+		return nil, nil, badRequest("strict decoding error: %s", strings.Join(unknown, ", "))
+	}
+	return obj, unknown, nil
 }
 
 // addWarnings sends warnings as Warning headers, as upstream does.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -96,6 +97,9 @@ func (s *Server) deleteOnce(ctx context.Context, rs *resourceStore, old runtime.
 	marked := old.DeepCopyObject()
 	accessor := mustAccessor(marked)
 	addPropagationFinalizer(accessor, opts)
+	if crd, ok := marked.(*apiextensionsv1.CustomResourceDefinition); ok {
+		markCRDTerminating(crd)
+	}
 	grace := gracePeriod(marked, opts)
 	if !hasFinalizers(marked) && grace == 0 {
 		if dryRun {

@@ -57,7 +57,7 @@ func serverAddress(r *http.Request) string {
 func (s *Server) groupList() *metav1.APIGroupList {
 	list := &metav1.APIGroupList{}
 	index := map[string]int{}
-	for _, g := range s.groups {
+	for _, g := range s.apiGroups() {
 		if g.gv.Group == "" {
 			continue
 		}
@@ -73,7 +73,7 @@ func (s *Server) groupList() *metav1.APIGroupList {
 }
 
 func (s *Server) respondResources(w http.ResponseWriter, r *http.Request, gv schema.GroupVersion) bool {
-	for _, g := range s.groups {
+	for _, g := range s.apiGroups() {
 		if g.gv == gv {
 			s.respond(w, r, http.StatusOK, resourceList(g))
 			return true

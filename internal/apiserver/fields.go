@@ -29,6 +29,9 @@ func newFieldManagers(scheme *runtime.Scheme, defaulter runtime.ObjectDefaulter)
 }
 
 func (f *fieldManagers) get(rs *resourceStore, subresource string) (*managedfields.FieldManager, error) {
+	if rs.custom != nil {
+		return rs.custom.fieldManager(rs, subresource)
+	}
 	f.once.Do(func() { f.converter = applyconfigurations.NewTypeConverter(f.scheme) })
 	key := rs.gvk.String() + "/" + subresource
 	f.mu.Lock()

@@ -48,6 +48,9 @@ func (c *codecs) negotiateOutput(r *http.Request, allowAs ...string) (output, er
 			continue
 		}
 		as := params["as"]
+		if mt == mediaProtobuf && as == "" && jsonOnly(r) {
+			continue
+		}
 		if as != "" {
 			if params["g"] != "meta.k8s.io" || (params["v"] != "v1" && params["v"] != "") || !contains(allowAs, as) {
 				continue

@@ -86,6 +86,9 @@ func validateObject(rs *resourceStore, obj, old runtime.Object, subresource stri
 		oldAccessor, _ := meta.Accessor(old)
 		errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(accessor, oldAccessor, field.NewPath("metadata"))...)
 	}
+	if subresource == "status" && old != nil && rs.res.ValidateStatusUpdate != nil {
+		return append(errs, rs.res.ValidateStatusUpdate(obj, old)...)
+	}
 	if rs.res.Validate != nil {
 		errs = append(errs, rs.res.Validate(obj)...)
 	}

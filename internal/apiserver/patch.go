@@ -51,6 +51,11 @@ func (s *Server) readPatch(r *http.Request) (patchRequest, error) {
 
 func (s *Server) patch(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore, subresource string) {
 	p, err := s.readPatch(r)
+	if err == nil && p.patchType == types.StrategicMergePatchType && rs.custom != nil {
+		// As upstream: custom resources have no patch strategies.
+		err = statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
+			"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
+	}
 	if err != nil {
 		s.respondError(w, r, err, rs.gr, info.Name)
 		return
@@ -96,7 +101,7 @@ func (s *Server) applyPatch(rs *resourceStore, pt types.PatchType, old runtime.O
 		if err != nil {
 			return nil, nil, err
 		}
-		obj, err := s.fields.apply(rs, old, applied, manager, force)
+		obj, err := s.apply(rs, old, applied, manager, force)
 		return obj, nil, err
 	}
 	var buf bytes.Buffer
@@ -142,11 +147,22 @@ func (s *Server) applyCreate(ctx context.Context, rs *resourceStore, info reques
 	accessor.SetName(info.Name)
 	accessor.SetNamespace(info.Namespace)
 	empty.GetObjectKind().SetGroupVersionKind(rs.gvk)
-	obj, err := s.fields.apply(rs, empty, applied, wr.manager, force)
+	obj, err := s.apply(rs, empty, applied, wr.manager, force)
 	if err != nil {
 		return nil, err
 	}
 	return s.createObject(ctx, rs, info.Namespace, obj, wr)
+}
+
+// apply merges an apply configuration into live. Custom resources' fields
+// are not typed by their schema in the field manager yet, so what the
+// schema does not know is dropped afterwards.
+func (s *Server) apply(rs *resourceStore, live runtime.Object, applied *unstructured.Unstructured, manager string, force bool) (runtime.Object, error) {
+	obj, err := s.fields.apply(rs, live, applied, manager, force)
+	if err == nil && rs.res.Prune != nil {
+		rs.res.Prune(obj)
+	}
+	return obj, err
 }
 
 func decodeApply(patch []byte) (*unstructured.Unstructured, error) {

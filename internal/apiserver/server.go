@@ -92,6 +92,7 @@ type Server struct {
 	virtual   map[schema.GroupVersionResource]*virtualResource
 	scraper   *metricsScraper // nil without a kubelet client
 	authz     *authorizers
+	custom    *customResources
 
 	mu      sync.Mutex
 	started bool
@@ -116,6 +117,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("apiserver: a service CIDR is required")
 	}
 	s.alloc = &allocator{store: cfg.Storage, cidr: cfg.ServiceCIDR}
+	s.custom = newCustomResources(cfg.Storage, s.codecs, s.log)
 	defaults := defaulter{byKind: map[schema.GroupVersionKind]func(runtime.Object){}}
 	for _, res := range cfg.Resources {
 		if err := s.addResource(res); err != nil {
@@ -189,6 +191,11 @@ func (s *Server) Start(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); feed(ctx, rs, to, done) }()
 	}
+	if crds, ok := s.resources[crdResource]; ok {
+		s.custom.start(ctx)
+		wg.Add(1)
+		go func() { defer wg.Done(); feed(ctx, crds, s.custom, make(chan struct{})) }()
+	}
 	go func() {
 		for _, c := range synced {
 			select {
@@ -257,6 +264,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, info requestIn
 	}
 	rs, ok := s.resources[info.GroupVersion.WithResource(info.Resource)]
 	if !ok {
+		if rs, crd, ok := s.custom.lookup(info.GroupVersion.WithResource(info.Resource)); ok {
+			s.serveCustom(w, r, info, rs, crd)
+			return
+		}
 		if s.serveDiscovery(w, r) {
 			return
 		}

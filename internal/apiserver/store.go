@@ -29,6 +29,9 @@ type resourceStore struct {
 	store  storage.Interface
 	cache  *storage.Cache
 	codecs *codecs
+	// custom is set for the stores of custom resources: JSON, unstructured
+	// objects, versions converted.
+	custom *customCodec
 }
 
 func (s *resourceStore) key(namespace, name string) string {
@@ -49,7 +52,13 @@ func (s *resourceStore) listPrefix(namespace string) string {
 // decode turns a stored value into a typed object whose resourceVersion is
 // the revision and whose apiVersion/kind are set.
 func (s *resourceStore) decode(kv storage.KeyValue) (runtime.Object, error) {
-	obj, _, err := s.codecs.storage.Decode(kv.Value, nil, s.res.New())
+	var obj runtime.Object
+	var err error
+	if s.custom != nil {
+		obj, err = s.custom.decode(s, kv.Value)
+	} else {
+		obj, _, err = s.codecs.storage.Decode(kv.Value, nil, s.res.New())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("decode %q: %w", kv.Key, err)
 	}
@@ -74,7 +83,13 @@ func (s *resourceStore) encode(obj runtime.Object) ([]byte, error) {
 	accessor.SetResourceVersion("")
 	defer accessor.SetResourceVersion(rv)
 	var buf bytes.Buffer
-	if err := s.codecs.storage.Encode(obj, &buf); err != nil {
+	if s.custom != nil {
+		data, err := s.custom.encode(obj)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(data)
+	} else if err := s.codecs.storage.Encode(obj, &buf); err != nil {
 		return nil, fmt.Errorf("encode %s: %w", s.gvk.Kind, err)
 	}
 	if buf.Len() > maxObjectBytes {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"orch/internal/apiserver/registry/customresource"
 	"orch/internal/storage"
 )
 
@@ -162,6 +163,12 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, info requestInfo
 		return
 	}
 	accessor.SetNamespace(info.Namespace)
+	if rs.custom != nil && accessor.GetResourceVersion() == "" {
+		// As upstream: custom resources take no unconditional update.
+		s.respondError(w, r, apierrors.NewInvalid(rs.gvk.GroupKind(), info.Name, field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "resourceVersion"), accessor.GetResourceVersion(), "must be specified for an update")}), rs.gr, info.Name)
+		return
+	}
 	code := http.StatusOK
 	result, err := s.retryUpdate(r.Context(), rs, info, accessor.GetResourceVersion() == "", func(old runtime.Object) (runtime.Object, error) {
 		if old == nil {
@@ -258,6 +265,10 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 			copyField(obj, old, "Status")
 		}
 	case "status":
+		if rs.custom != nil {
+			customresource.PrepareForStatusUpdate(obj, old)
+			break
+		}
 		copyAllBut(obj, old, "Status")
 		keepSubresourceMeta(accessor, oldAccessor, statusWritesAnnotations(rs))
 	default:
@@ -270,11 +281,13 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 	if rs.res.Default != nil {
 		rs.res.Default(obj)
 	}
-	if rs.res.PrepareForUpdate != nil && subresource != internalUpdate {
-		// Internal updates (binding, finalize) change what clients may not.
+	if rs.res.PrepareForUpdate != nil && subresource != internalUpdate && (rs.custom == nil || subresource != "status") {
+		// Internal updates (binding, finalize) change what clients may not;
+		// a custom resource's status write was prepared above.
 		rs.res.PrepareForUpdate(obj, old)
 	}
-	if rs.res.HasStatus && subresource != "status" && (specChanged(obj, old) || annotationsBumpGeneration(rs, accessor, oldAccessor)) {
+	// Custom resources' PrepareForUpdate moves their generation.
+	if rs.res.HasStatus && rs.custom == nil && subresource != "status" && (specChanged(obj, old) || annotationsBumpGeneration(rs, accessor, oldAccessor)) {
 		accessor.SetGeneration(oldAccessor.GetGeneration() + 1)
 	}
 	if errs := validateObject(rs, obj, old, subresource); len(errs) > 0 {

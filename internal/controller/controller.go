@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 )
@@ -29,6 +30,9 @@ type Context struct {
 	Client kubernetes.Interface
 	// Metadata is a metadata-only client (garbage collector, namespace deletion).
 	Metadata metadata.Interface
+	// Config is the configuration Client was built from, for the clients of
+	// other API groups (the CRD controller's apiextensions client).
+	Config *rest.Config
 	// Informers is shared by every controller; the caller starts it after the
 	// controllers have asked for their informers.
 	Informers informers.SharedInformerFactory

@@ -126,7 +126,7 @@ func (m *controllerManager) lead(ctx context.Context, own *rest.Config, client k
 		return
 	}
 	cctx := controller.Context{
-		Client: client, Metadata: meta,
+		Client: client, Metadata: meta, Config: own,
 		Informers: informers.NewSharedInformerFactory(client, 0),
 		Recorder: func(component string) record.EventRecorder {
 			return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
@@ -140,6 +140,7 @@ func (m *controllerManager) lead(ctx context.Context, own *rest.Config, client k
 			return controller.Context{}, err
 		}
 		c := cctx
+		c.Config = cfg
 		if c.Client, err = kubernetes.NewForConfig(cfg); err != nil {
 			return controller.Context{}, err
 		}
