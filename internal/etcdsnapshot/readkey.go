@@ -8,6 +8,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // ErrKeyNotFound means the key has no live value in the data directory.
@@ -32,7 +33,7 @@ func ReadKey(etcdDataDir, key string) ([]byte, error) {
 		// Keys are revisions in order; a tombstone's revision ends in 't'.
 		return bucket.ForEach(func(rev, data []byte) error {
 			var kv mvccpb.KeyValue
-			if err := kv.Unmarshal(data); err != nil {
+			if err := proto.Unmarshal(data, &kv); err != nil {
 				return fmt.Errorf("etcd database %q: %w", path, err)
 			}
 			if string(kv.Key) != key {
