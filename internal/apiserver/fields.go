@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/client-go/applyconfigurations"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
@@ -32,7 +31,7 @@ func (f *fieldManagers) get(rs *resourceStore, subresource string) (*managedfiel
 	if rs.custom != nil {
 		return rs.custom.fieldManager(rs, subresource)
 	}
-	f.once.Do(func() { f.converter = applyconfigurations.NewTypeConverter(f.scheme) })
+	f.once.Do(func() { f.converter = newTypeConverter(f.scheme) })
 	key := rs.gvk.String() + "/" + subresource
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -12,12 +13,14 @@ import (
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 )
 
-// newScheme registers every built-in API type, metrics.k8s.io's, plus the meta.k8s.io types the
-// server answers with (Table, PartialObjectMetadata) and discovery types.
+// newScheme registers every built-in API type, apiextensions.k8s.io/v1's (CustomResourceDefinition),
+// metrics.k8s.io's, plus the meta.k8s.io types the server answers with (Table,
+// PartialObjectMetadata) and discovery types.
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	must(clientgoscheme.AddToScheme(s))
 	must(apidiscoveryv2.AddToScheme(s))
+	must(apiextensionsv1.AddToScheme(s))
 	must(metricsv1beta1.AddToScheme(s))
 	metaGV := schema.GroupVersion{Group: "meta.k8s.io", Version: "v1"}
 	s.AddKnownTypes(metaGV, &metav1.Table{}, &metav1.TableOptions{},

@@ -10,6 +10,7 @@ import (
 	"orch/internal/apiserver/registry/cronjobs"
 	"orch/internal/apiserver/registry/csidrivers"
 	"orch/internal/apiserver/registry/csinodes"
+	"orch/internal/apiserver/registry/customresourcedefinitions"
 	"orch/internal/apiserver/registry/daemonsets"
 	"orch/internal/apiserver/registry/deployments"
 	"orch/internal/apiserver/registry/endpoints"
@@ -84,6 +85,7 @@ func Resources() []registry.Resource {
 		csidrivers.Resource(),
 		csinodes.Resource(),
 		volumeattachments.Resource(),
+		customresourcedefinitions.Resource(),
 		priorityclasses.Resource(),
 		leases.Resource(),
 		endpointslices.Resource(),

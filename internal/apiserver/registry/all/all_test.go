@@ -1,0 +1,42 @@
+package all
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// TestResources checks what kubectl and the handlers rely on across
+// resources: no resource or kind twice, no short name for two different
+// resource names (events in core and events.k8s.io share "ev", which kubectl
+// resolves by group order), and each group version listed in one run (discovery keeps the order
+// of first appearance).
+func TestResources(t *testing.T) {
+	resources := map[schema.GroupVersionResource]bool{}
+	kinds := map[schema.GroupVersionKind]bool{}
+	shortNames := map[string]string{}
+	done := map[schema.GroupVersion]bool{}
+	var current schema.GroupVersion
+	for i, r := range Resources() {
+		gvr, gvk := r.GroupVersion.WithResource(r.Resource), r.GroupVersion.WithKind(r.Kind)
+		if resources[gvr] || kinds[gvk] {
+			t.Errorf("%v (%s) listed twice", gvr, r.Kind)
+		}
+		resources[gvr], kinds[gvk] = true, true
+		for _, s := range r.ShortNames {
+			if other, taken := shortNames[s]; taken && other != r.Resource {
+				t.Errorf("short name %q of %s is also %s's", s, r.Resource, other)
+			}
+			shortNames[s] = r.Resource
+		}
+		if i == 0 || r.GroupVersion != current {
+			if done[r.GroupVersion] {
+				t.Errorf("%s: group version %v listed apart from the rest of it", r.Resource, r.GroupVersion)
+			}
+			done[current], current = true, r.GroupVersion
+		}
+	}
+	if !resources[schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}] {
+		t.Error("customresourcedefinitions is not served")
+	}
+}
