@@ -133,6 +133,10 @@ var controllerNeeds = map[string]struct {
 	"clusterdns": {"kube-system", []rbacv1.PolicyRule{
 		do("discovery.k8s.io", v("get", "create", "update"), "endpointslices")}},
 	"servicelb": {"default", []rbacv1.PolicyRule{do("", v("update"), "services/status")}},
+	"crd": {"default", []rbacv1.PolicyRule{
+		do("apiextensions.k8s.io", v("get", "list", "watch", "update"), "customresourcedefinitions"),
+		do("apiextensions.k8s.io", v("update"), "customresourcedefinitions/status"),
+		do("example.com", v("list", "delete", "deletecollection"), "widgets")}},
 }
 
 func TestControllersMayDoWhatTheirCodeDoes(t *testing.T) {
@@ -215,6 +219,10 @@ func TestIdentitiesGetNoMoreThanTheirs(t *testing.T) {
 		{"cluster DNS reading secrets", rbacpolicy.DNSUser, "kube-system", do("", v("get"), "secrets")},
 		{"cluster DNS slices elsewhere", rbacpolicy.ControllerUser("orch-cluster-dns-controller"), "default",
 			do("discovery.k8s.io", v("update"), "endpointslices")},
+		{"crd controller writing what is not a CRD", rbacpolicy.ControllerUser("orch-crd-controller"), "default",
+			do("", v("create", "update", "patch"), "secrets")},
+		{"crd controller reading secrets one by one", rbacpolicy.ControllerUser("orch-crd-controller"), "default",
+			do("", v("get"), "secrets")},
 		{"controller manager holding another lease", rbacpolicy.ControllerManagerUser, "default",
 			do("coordination.k8s.io", v("update"), "leases")},
 		{"anonymous discovery", "system:anonymous", "", rbacv1.PolicyRule{Verbs: v("get"), NonResourceURLs: []string{"/api"}}},

@@ -10,6 +10,7 @@ import (
 // API groups the rules name.
 const (
 	core          = ""
+	apiextensions = "apiextensions.k8s.io"
 	apps          = "apps"
 	authn         = "authentication.k8s.io"
 	authz         = "authorization.k8s.io"

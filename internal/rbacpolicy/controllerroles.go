@@ -154,6 +154,19 @@ func controllerClusterRoles() []rbacv1.ClusterRole {
 			verbs("get", "list", "watch", "delete").groups(batch).resources("jobs"),
 			eventsRule(),
 		),
+		controllerRole("orch-crd-controller",
+			// Upstream runs the CRD status controllers inside the apiserver,
+			// on its loopback identity; orch's (internal/controller/crd)
+			// watches CRDs with its own informer, writes their status, and
+			// removes the customresourcecleanup finalizer of a deleted CRD
+			// with an update once its custom resources are gone.
+			verbs("get", "list", "watch", "update").groups(apiextensions).resources("customresourcedefinitions"),
+			verbs("update").groups(apiextensions).resources("customresourcedefinitions/status"),
+			// The custom resources of a deleted CRD, whatever its group
+			// (as the namespace controller's).
+			verbs("list", "delete", "deletecollection").groups("*").resources("*"),
+			eventsRule(),
+		),
 		controllerRole("orch-servicelb-controller",
 			// It writes the node addresses into status.loadBalancer; the
 			// Services, Nodes and EndpointSlices it reads come from the

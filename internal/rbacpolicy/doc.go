@@ -6,7 +6,8 @@
 // system:* roles of the components and their bindings, the system:controller:*
 // roles of the controllers orch runs, and the namespaced roles of kube-system
 // and kube-public), written here as orch's own Go data, plus the identities
-// orch adds: its own controllers (nodepassword, clusterdns, servicelb), the
+// orch adds: its own controllers (nodepassword, clusterdns, servicelb,
+// and crd, which upstream runs inside the apiserver), the
 // agent's cluster DNS (system:orch-dns), the manifests applier
 // (system:orch-manifests), the apiserver's client to the kubelets
 // (system:kube-apiserver-kubelet-client) and the controller manager's

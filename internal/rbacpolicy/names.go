@@ -60,6 +60,7 @@ var ControllerServiceAccounts = map[string]string{
 	"nodepassword":           "orch-node-password-controller",
 	"clusterdns":             "orch-cluster-dns-controller",
 	"servicelb":              "orch-servicelb-controller",
+	"crd":                    "orch-crd-controller",
 }
 
 // ControllerRoleName is the name of the role (and binding) of the
