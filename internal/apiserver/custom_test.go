@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -251,8 +252,9 @@ func TestCustomResourceWire(t *testing.T) {
 	}
 	resp := get("/apis/example.com/v1/namespaces/team/widgets", "application/json;as=Table;v=v1;g=meta.k8s.io")
 	var table metav1.Table
-	if err := json.NewDecoder(resp.Body).Decode(&table); err != nil {
-		t.Fatal(err)
+	body, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(body, &table); err != nil || table.Kind != "Table" {
+		t.Fatalf("a table was asked for, the answer is %d %s (%v)", resp.StatusCode, body, err)
 	}
 	var names []string
 	for _, c := range table.ColumnDefinitions {
@@ -260,6 +262,17 @@ func TestCustomResourceWire(t *testing.T) {
 	}
 	if strings.Join(names, ",") != "Name,Color" || len(table.Rows) != 1 || table.Rows[0].Cells[1] != "red" {
 		t.Errorf("table: columns %v rows %v", names, table.Rows)
+	}
+	resp = get("/apis/example.com/v1/namespaces/team/widgets", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")
+	var partial metav1.PartialObjectMetadataList
+	if err := json.NewDecoder(resp.Body).Decode(&partial); err != nil || len(partial.Items) != 1 || partial.Items[0].Name != "a" {
+		t.Errorf("metadata-only list: %v %+v", err, partial)
+	}
+	// The metadata client (garbage collector, namespace deletion) asks for
+	// protobuf first; metadata has a protobuf form even for custom resources.
+	metaProto := "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+	if resp := get("/apis/example.com/v1/namespaces/team/widgets", metaProto); resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/vnd.kubernetes.protobuf" {
+		t.Errorf("metadata-only list in protobuf: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	if resp := get("/apis/example.com/v1/namespaces/team/widgets/a", "application/vnd.kubernetes.protobuf"); resp.StatusCode != http.StatusNotAcceptable {
 		t.Errorf("protobuf only: %d, want 406", resp.StatusCode)

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -106,15 +107,22 @@ func (rs *resourceStore) row(obj runtime.Object, now time.Time) []interface{} {
 }
 
 func partialOf(obj runtime.Object) (*metav1.PartialObjectMetadata, error) {
+	partial := &metav1.PartialObjectMetadata{}
+	partial.APIVersion, partial.Kind = metaGV.String(), "PartialObjectMetadata"
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		m, _, _ := unstructured.NestedMap(u.Object, "metadata")
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &partial.ObjectMeta); err != nil {
+			return nil, fmt.Errorf("the metadata of %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		return partial, nil
+	}
 	withMeta, ok := obj.(metav1.ObjectMetaAccessor)
 	if !ok {
 		return nil, fmt.Errorf("%T has no object metadata", obj)
 	}
-	partial := &metav1.PartialObjectMetadata{}
 	if om, ok := withMeta.GetObjectMeta().(*metav1.ObjectMeta); ok {
 		partial.ObjectMeta = *om
 	}
-	partial.APIVersion, partial.Kind = metaGV.String(), "PartialObjectMetadata"
 	return partial, nil
 }
 

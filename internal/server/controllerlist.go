@@ -5,12 +5,14 @@ import (
 	"os"
 	"path/filepath"
 
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"orch/internal/apiserver/authz"
 	"orch/internal/controller"
 	"orch/internal/controller/clusterdns"
 	"orch/internal/controller/clusterroleaggregation"
+	"orch/internal/controller/crd"
 	"orch/internal/controller/cronjob"
 	"orch/internal/controller/daemonset"
 	"orch/internal/controller/deployment"
@@ -82,6 +84,13 @@ func controllers(p parsed) buildFunc {
 			{nodepassword.Name, simple(func(c controller.Context) run.Runnable { return nodepassword.New(c) })},
 			{clusterdns.Name, simple(func(c controller.Context) run.Runnable { return clusterdns.New(c) })},
 			{servicelb.Name, simple(func(c controller.Context) run.Runnable { return servicelb.New(c) })},
+			{crd.Name, func(c controller.Context) (run.Runnable, error) {
+				client, err := apiextensionsclient.NewForConfig(c.Config)
+				if err != nil {
+					return nil, err
+				}
+				return crd.New(c, client), nil
+			}},
 		}
 		schedCtx, err := as(rbacpolicy.SchedulerUser)
 		if err != nil {
