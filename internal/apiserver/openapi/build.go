@@ -15,14 +15,21 @@
 // of --validate=strict (v3, falling back to v2); and the definitions feed
 // managedfields.NewTypeConverter for server-side apply.
 //
+// The documents of CustomResourceDefinitions come from upstream's
+// apiextensions builder and are merged in by WithCRDs, which returns new
+// Documents; CRDTypeConverter types custom resources for server-side apply.
+//
 //	docs, err := openapi.Build(resources)
 //	mux.Handle("/openapi/", docs)
 //	converter, err := managedfields.NewTypeConverter(docs.Definitions(), false)
+//	withCRDs, err := docs.WithCRDs(establishedCRDs) // serve withCRDs from now on
+//	crdConverter, err := withCRDs.CRDTypeConverter(crd, "v1")
 package openapi
 
 //go:generate go run ./internal/markergen -o markers_generated.go
 
 import (
+	"bytes"
 	"crypto/sha512"
 	"encoding/json"
 	"fmt"
@@ -59,13 +66,29 @@ type Documents struct {
 	v3Root   []byte
 	defs     map[string]*spec.Schema
 	modified time.Time
+
+	// builtIn is what Build made, which WithCRDs extends: the Documents
+	// itself, or the one a WithCRDs result came from. Only it has the
+	// definitions and paths objects inside v2.json (v2Defs, v2Paths) and
+	// the names of those paths.
+	builtIn         *Documents
+	v2Defs, v2Paths []byte
+	v2PathNames     map[string]bool
+
+	// The parts of the CRDs WithCRDs added, by CRD name, and the v3
+	// documents of their group versions, by path.
+	crds   map[string]*crdParts
+	crdGVs map[string]*gvDocument
 }
 
-// document is one JSON document and, computed on first use, its protobuf form.
+// document is one JSON document and, computed on first use, its hash and
+// its protobuf form.
 type document struct {
 	json    []byte
-	hash    string
 	toProto func([]byte) (proto.Message, error)
+
+	hashOnce sync.Once
+	jsonHash string
 
 	once      sync.Once
 	proto     []byte
@@ -73,12 +96,22 @@ type document struct {
 	protoErr  error
 }
 
-func newDocument(body object, toProto func([]byte) (proto.Message, error)) (*document, error) {
+func newDocument(body any, toProto func([]byte) (proto.Message, error)) (*document, error) {
 	data, err := json.Marshal(body)
 	if err != nil {
 		return nil, fmt.Errorf("openapi: encoding document: %w", err)
 	}
-	return &document{json: data, hash: hash(data), toProto: toProto}, nil
+	return documentOf(data, toProto), nil
+}
+
+func documentOf(data []byte, toProto func([]byte) (proto.Message, error)) *document {
+	return &document{json: data, toProto: toProto}
+}
+
+// hash is the hash of the JSON document, its ETag and the ?hash= of its v3 URL.
+func (d *document) hash() string {
+	d.hashOnce.Do(func() { d.jsonHash = hash(d.json) })
+	return d.jsonHash
 }
 
 func (d *document) protobuf() ([]byte, string, error) {
@@ -122,7 +155,8 @@ func (d *Documents) V3(groupVersionPath string) ([]byte, bool) {
 	return doc.json, true
 }
 
-// Definitions returns the v2 definitions, the input of managedfields.NewTypeConverter.
+// Definitions returns the v2 definitions of the built-in resources (not of
+// CRDs), the input of managedfields.NewTypeConverter.
 // The map is shared: callers must not change it.
 func (d *Documents) Definitions() map[string]*spec.Schema { return d.defs }
 
@@ -146,10 +180,8 @@ func Build(resources []Resource) (*Documents, error) {
 	sort.Slice(gvs, func(i, j int) bool { return groupVersionPath(gvs[i]) < groupVersionPath(gvs[j]) })
 
 	gvks := kindsOf(resources, gvs)
-	info := object{"title": "Kubernetes", "version": kubernetesVersion()}
-	security := []any{object{"BearerToken": []string{}}}
-	bearer := object{"type": "apiKey", "name": "authorization", "in": "header", "description": "Bearer token authentication"}
-	docs := &Documents{v3: map[string]*document{}, modified: time.Now()}
+	docs := &Documents{v3: map[string]*document{}, modified: time.Now(), v2PathNames: map[string]bool{}}
+	docs.builtIn = docs
 
 	// v2: one document with every path and definition.
 	s2 := newSchemas(false, gvks)
@@ -157,26 +189,27 @@ func Build(resources []Resource) (*Documents, error) {
 	for _, gv := range gvs {
 		for path, item := range s2.groupVersionPaths(gv, byGV[gv]) {
 			paths[path] = item
+			docs.v2PathNames[path] = true
 		}
 	}
 	if s2.err != nil {
 		return nil, s2.err
 	}
-	var err error
-	docs.v2, err = newDocument(object{
-		"swagger": "2.0", "info": info, "paths": paths, "definitions": s2.defs,
-		"securityDefinitions": object{"BearerToken": bearer}, "security": security,
-	}, v2Proto)
+	defsJSON, err := json.Marshal(s2.defs)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("openapi: encoding definitions: %w", err)
 	}
+	pathsJSON, err := json.Marshal(paths)
+	if err != nil {
+		return nil, fmt.Errorf("openapi: encoding paths: %w", err)
+	}
+	docs.v2, docs.v2Defs, docs.v2Paths = v2Document(defsJSON, nil, pathsJSON, nil)
 	if docs.defs, err = specDefinitions(s2.defs); err != nil {
 		return nil, err
 	}
 
 	// v3: one document per group version, with the schemas its paths use.
 	s3 := newSchemas(true, gvks)
-	root := object{}
 	for _, gv := range gvs {
 		paths := s3.groupVersionPaths(gv, byGV[gv])
 		if s3.err != nil {
@@ -196,14 +229,75 @@ func Build(resources []Resource) (*Documents, error) {
 		if err != nil {
 			return nil, err
 		}
-		p := groupVersionPath(gv)
-		docs.v3[p] = doc
-		root[p] = object{"serverRelativeURL": "/openapi/v3/" + p + "?hash=" + doc.hash}
+		docs.v3[groupVersionPath(gv)] = doc
 	}
-	if docs.v3Root, err = json.Marshal(object{"paths": root}); err != nil {
+	if docs.v3Root, err = v3Root(docs.v3); err != nil {
 		return nil, err
 	}
 	return docs, nil
+}
+
+// The parts of the documents that do not depend on the resources.
+var (
+	info     = object{"title": "Kubernetes", "version": kubernetesVersion()}
+	security = []any{object{"BearerToken": []string{}}}
+	bearer   = object{"type": "apiKey", "name": "authorization", "in": "header", "description": "Bearer token authentication"}
+)
+
+// v2Document returns the v2 document with the definitions and paths
+// objects defs and paths, and where they are inside it. It writes what
+// json.Marshal writes for the whole document (keys sorted). The members of
+// the objects moreDefs and morePaths, if given, are added after those of
+// defs and paths.
+func v2Document(defs, moreDefs, paths, morePaths []byte) (doc *document, defsIn, pathsIn []byte) {
+	mid, _ := json.Marshal(info)
+	tail, _ := json.Marshal(object{
+		"security": security, "securityDefinitions": object{"BearerToken": bearer}, "swagger": "2.0",
+	})
+	var b bytes.Buffer
+	b.Grow(len(defs) + len(moreDefs) + len(paths) + len(morePaths) + len(mid) + len(tail) + 64)
+	b.WriteString(`{"definitions":`)
+	defsAt := b.Len()
+	writeJoined(&b, defs, moreDefs)
+	defsEnd := b.Len()
+	b.WriteString(`,"info":`)
+	b.Write(mid)
+	b.WriteString(`,"paths":`)
+	pathsAt := b.Len()
+	writeJoined(&b, paths, morePaths)
+	pathsEnd := b.Len()
+	b.WriteString(",")
+	b.Write(tail[1:])
+	data := b.Bytes()
+	return documentOf(data, v2Proto), data[defsAt:defsEnd:defsEnd], data[pathsAt:pathsEnd:pathsEnd]
+}
+
+// writeJoined writes the JSON object with the members of objects a and b
+// (b may be empty), which have no key in common.
+func writeJoined(w *bytes.Buffer, a, b []byte) {
+	switch {
+	case len(b) <= len("{}"):
+		w.Write(a)
+	case len(a) <= len("{}"):
+		w.Write(b)
+	default:
+		w.Write(a[:len(a)-1])
+		w.WriteByte(',')
+		w.Write(b[1:])
+	}
+}
+
+// v3Root is the /openapi/v3 discovery document of the group version documents.
+func v3Root(docs map[string]*document) ([]byte, error) {
+	root := object{}
+	for p, doc := range docs {
+		root[p] = object{"serverRelativeURL": "/openapi/v3/" + p + "?hash=" + doc.hash()}
+	}
+	data, err := json.Marshal(object{"paths": root})
+	if err != nil {
+		return nil, fmt.Errorf("openapi: encoding the v3 root: %w", err)
+	}
+	return data, nil
 }
 
 // kindsOf returns the x-kubernetes-group-version-kind lists of the definitions:

@@ -58,9 +58,8 @@ func mustBuild(t *testing.T) *Documents {
 	return docs
 }
 
-// TestBuildEveryKnownType builds the documents of every kind client-go knows,
-// so no built-in type has a Go shape the generator cannot describe.
-func TestBuildEveryKnownType(t *testing.T) {
+// everyKnownResource is a resource for every kind client-go knows.
+func everyKnownResource(t testing.TB) []Resource {
 	known := scheme.Scheme.AllKnownTypes()
 	var resources []Resource
 	for gvk, typ := range known {
@@ -77,6 +76,13 @@ func TestBuildEveryKnownType(t *testing.T) {
 	if len(resources) < 100 {
 		t.Fatalf("only %d resources found in client-go's scheme", len(resources))
 	}
+	return resources
+}
+
+// TestBuildEveryKnownType builds the documents of every kind client-go knows,
+// so no built-in type has a Go shape the generator cannot describe.
+func TestBuildEveryKnownType(t *testing.T) {
+	resources := everyKnownResource(t)
 	docs, err := Build(resources)
 	if err != nil {
 		t.Fatalf("Build: %v", err)

@@ -49,8 +49,8 @@ func (d *Documents) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if h := r.URL.Query().Get("hash"); h != "" {
-			if h != doc.hash {
-				http.Redirect(w, r, "/openapi/v3/"+gvPath+"?hash="+doc.hash, http.StatusMovedPermanently)
+			if h != doc.hash() {
+				http.Redirect(w, r, "/openapi/v3/"+gvPath+"?hash="+doc.hash(), http.StatusMovedPermanently)
 				return
 			}
 			w.Header().Set("Cache-Control", "public, immutable")
@@ -75,7 +75,7 @@ func (d *Documents) serveDocument(w http.ResponseWriter, r *http.Request, doc *d
 			if (clause.Type != typ && clause.Type != "*") || (clause.SubType != sub && clause.SubType != "*") {
 				continue
 			}
-			data, etag := doc.json, doc.hash
+			data, etag := doc.json, doc.hash()
 			contentType := mediaJSON
 			if offer != mediaJSON {
 				var err error
