@@ -13,8 +13,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/version"
 
+	"orch/internal/apiserver/openapi"
 	"orch/internal/apiserver/registry/customresource"
 	"orch/internal/storage"
 )
@@ -32,11 +34,18 @@ type customResources struct {
 	store storage.Interface
 	codec *codecs
 	log   *slog.Logger
+	// builtin is the OpenAPI documents of the built-in resources (built
+	// on first use), which the CRDs' are merged into.
+	builtin func() (*openapi.Documents, error)
 
 	mu     sync.RWMutex
 	ctx    context.Context // the server's; nil until start
 	byName map[string]*servedCRD
 	byGVR  map[schema.GroupVersionResource]*resourceStore
+	// changes counts CRD changes; docs are the documents with the CRDs
+	// merged in as of docsAt changes, made again on request when stale.
+	changes, docsAt int
+	docs            *openapi.Documents
 }
 
 // servedCRD is what one CRD serves.
@@ -49,8 +58,8 @@ type servedCRD struct {
 	cancel context.CancelFunc
 }
 
-func newCustomResources(store storage.Interface, c *codecs, log *slog.Logger) *customResources {
-	return &customResources{store: store, codec: c, log: log,
+func newCustomResources(store storage.Interface, c *codecs, log *slog.Logger, builtin func() (*openapi.Documents, error)) *customResources {
+	return &customResources{store: store, codec: c, log: log, builtin: builtin,
 		byName: map[string]*servedCRD{}, byGVR: map[schema.GroupVersionResource]*resourceStore{}}
 }
 
@@ -109,6 +118,7 @@ func (c *customResources) Update(obj any) {
 		sc.stores = append(sc.stores, rs)
 	}
 	c.removeLocked(crd.Name)
+	c.changes++
 	c.byName[crd.Name] = sc
 	for _, rs := range sc.stores {
 		c.byGVR[rs.gvk.GroupVersion().WithResource(rs.res.Resource)] = rs
@@ -126,7 +136,36 @@ func (c *customResources) Delete(obj any) {
 func (c *customResources) remove(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, ok := c.byName[name]; ok {
+		c.changes++
+	}
 	c.removeLocked(name)
+}
+
+// openAPI is builtin with the served CRDs merged in, as of the last CRD
+// change. Merging reuses the previous result's work for CRDs whose spec
+// did not change.
+func (c *customResources) openAPI(builtin *openapi.Documents) *openapi.Documents {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.docs != nil && c.docsAt == c.changes {
+		return c.docs
+	}
+	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(c.byName))
+	for _, sc := range c.byName {
+		crds = append(crds, sc.crd)
+	}
+	prev := c.docs
+	if prev == nil {
+		prev = builtin
+	}
+	docs, err := prev.WithCRDs(crds)
+	if err != nil {
+		// docs still holds every CRD that could be built.
+		c.log.Error("some CustomResourceDefinitions are left out of OpenAPI", "err", err)
+	}
+	c.docs, c.docsAt = docs, c.changes
+	return docs
 }
 
 func (c *customResources) removeLocked(name string) {
@@ -167,6 +206,13 @@ func (c *customResources) newStore(crd *apiextensionsv1.CustomResourceDefinition
 	codec, err := newCustomCodec(named, version)
 	if err != nil {
 		return nil, err
+	}
+	codec.types = func() (managedfields.TypeConverter, error) {
+		docs, err := c.builtin()
+		if err != nil {
+			return nil, err
+		}
+		return docs.CRDTypeConverter(named, version)
 	}
 	gvr := res.GroupVersion.WithResource(res.Resource)
 	rs := &resourceStore{

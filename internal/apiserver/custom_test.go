@@ -283,6 +283,24 @@ func TestCustomResourceWire(t *testing.T) {
 	if resp := get("/apis/example.com/v2/namespaces/team/widgets", "application/json"); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("unserved version: %d, want 404", resp.StatusCode)
 	}
+
+	// OpenAPI v3 lists the group version, and its document has the schema.
+	var root struct {
+		Paths map[string]struct {
+			ServerRelativeURL string `json:"serverRelativeURL"`
+		} `json:"paths"`
+	}
+	if err := json.NewDecoder(get("/openapi/v3", "application/json").Body).Decode(&root); err != nil {
+		t.Fatal(err)
+	}
+	ref, ok := root.Paths["apis/example.com/v1"]
+	if !ok {
+		t.Fatalf("/openapi/v3 does not list apis/example.com/v1")
+	}
+	doc, _ := io.ReadAll(get(ref.ServerRelativeURL, "application/json").Body)
+	if !strings.Contains(string(doc), `"com.example.v1.Widget"`) || !strings.Contains(string(doc), "at most ten widgets") {
+		t.Errorf("the v3 document of example.com/v1 lacks the Widget schema:\n%.300s", doc)
+	}
 }
 
 // TestCRDDeletion: deleting a CRD leaves it terminating, with the cleanup

@@ -19,6 +19,8 @@ import (
 type customCodec struct {
 	storage  schema.GroupVersion
 	strategy apiextensionsv1.ConversionStrategyType
+	// types types the fields for server-side apply, from the CRD's schema.
+	types func() (managedfields.TypeConverter, error)
 
 	mu     sync.Mutex
 	fields map[string]*managedfields.FieldManager // by subresource
@@ -85,16 +87,19 @@ func (c *customCodec) encode(obj runtime.Object) ([]byte, error) {
 }
 
 // fieldManager is the server-side apply field manager of rs (one per
-// subresource). Custom resources' fields are typed by deduction from the
-// objects themselves (upstream types them from the CRD's schema, which
-// orch does not yet turn into a type converter): lists merge atomically.
+// subresource), typing fields by the CRD's schema as upstream (by
+// deduction when the schema is not structural).
 func (c *customCodec) fieldManager(rs *resourceStore, subresource string) (*managedfields.FieldManager, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if m, ok := c.fields[subresource]; ok {
 		return m, nil
 	}
-	m, err := managedfields.NewDefaultCRDFieldManager(managedfields.NewDeducedTypeConverter(),
+	types, err := c.types()
+	if err != nil {
+		return nil, fmt.Errorf("the schema of %s for server-side apply: %w", rs.gvk, err)
+	}
+	m, err := managedfields.NewDefaultCRDFieldManager(types,
 		customConvertor{c}, customDefaulter{rs}, customCreater{}, rs.gvk, rs.gvk.GroupVersion(), subresource, resetFields(rs, subresource))
 	if err != nil {
 		return nil, fmt.Errorf("field manager for %s: %w", rs.gvk, err)

@@ -18,13 +18,19 @@ type openAPIDocs struct {
 	err  error
 }
 
-func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+// builtin is the documents of the built-in resources.
+func (s *Server) builtinOpenAPI() (*openapi.Documents, error) {
 	s.openapi.once.Do(func() { s.openapi.docs, s.openapi.err = openapi.Build(s.openAPIResources()) })
-	if s.openapi.err != nil {
-		s.respondError(w, r, s.openapi.err, schema.GroupResource{}, "")
+	return s.openapi.docs, s.openapi.err
+}
+
+func (s *Server) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+	docs, err := s.builtinOpenAPI()
+	if err != nil {
+		s.respondError(w, r, err, schema.GroupResource{}, "")
 		return
 	}
-	s.openapi.docs.ServeHTTP(w, r)
+	s.custom.openAPI(docs).ServeHTTP(w, r)
 }
 
 func (s *Server) openAPIResources() []openapi.Resource {

@@ -154,9 +154,9 @@ func (s *Server) applyCreate(ctx context.Context, rs *resourceStore, info reques
 	return s.createObject(ctx, rs, info.Namespace, obj, wr)
 }
 
-// apply merges an apply configuration into live. Custom resources' fields
-// are not typed by their schema in the field manager yet, so what the
-// schema does not know is dropped afterwards.
+// apply merges an apply configuration into live. A custom resource's
+// schema may keep unknown fields out of the field manager's types only
+// where it is structural, so what it does not know is dropped afterwards.
 func (s *Server) apply(rs *resourceStore, live runtime.Object, applied *unstructured.Unstructured, manager string, force bool) (runtime.Object, error) {
 	obj, err := s.fields.apply(rs, live, applied, manager, force)
 	if err == nil && rs.res.Prune != nil {
