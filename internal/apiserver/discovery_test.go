@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
 )
 
@@ -52,6 +53,20 @@ func TestDiscovery(t *testing.T) {
 		resp.Body.Close()
 		if got := resp.Header.Get("Content-Type"); got != c.contentType {
 			t.Errorf("Accept %q: Content-Type %q, want %q", c.accept, got, c.contentType)
+		}
+	}
+}
+
+// TestDiscoveryOfUnservedGroups: a group or group version orch does not
+// serve is 404 with a Status, as upstream, so discovery clients can tell
+// "not (yet) served" from an answer.
+func TestDiscoveryOfUnservedGroups(t *testing.T) {
+	srv, _ := newClient(t, "")
+	client := discovery.NewDiscoveryClientForConfigOrDie(srv.Config)
+	for _, path := range []string{"/apis/example.com", "/apis/example.com/v1", "/apis/apps/v9", "/api/v2"} {
+		err := client.RESTClient().Get().AbsPath(path).Do(testContext(t)).Error()
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("GET %s: %v, want 404 NotFound", path, err)
 		}
 	}
 }

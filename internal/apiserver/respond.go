@@ -64,7 +64,7 @@ func preferredKind(kinds []schema.GroupVersionKind) schema.GroupVersionKind {
 // respondError writes err as a metav1.Status.
 func (s *Server) respondError(w http.ResponseWriter, r *http.Request, err error, gr schema.GroupResource, name string) {
 	status := toStatus(err, gr, name)
-	if status.Code >= 500 {
+	if status.Code >= 500 && status.Code != http.StatusNotImplemented {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	if status.Details != nil && status.Details.RetryAfterSeconds > 0 {

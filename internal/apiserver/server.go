@@ -255,7 +255,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, info requestInfo, isResource bool) {
 	if !isResource {
-		s.serveDiscovery(w, r)
+		if !s.serveDiscovery(w, r) {
+			s.respondError(w, r, notFoundPath(), schema.GroupResource{}, "")
+		}
 		return
 	}
 	if v, ok := s.virtual[info.GroupVersion.WithResource(info.Resource)]; ok {
