@@ -37,6 +37,8 @@ type customResources struct {
 	// builtin is the OpenAPI documents of the built-in resources (built
 	// on first use), which the CRDs' are merged into.
 	builtin func() (*openapi.Documents, error)
+	// webhooks makes a CRD's conversion webhook converter.
+	webhooks func(*apiextensionsv1.CustomResourceDefinition) converter
 
 	mu     sync.RWMutex
 	ctx    context.Context // the server's; nil until start
@@ -58,8 +60,9 @@ type servedCRD struct {
 	cancel context.CancelFunc
 }
 
-func newCustomResources(store storage.Interface, c *codecs, log *slog.Logger, builtin func() (*openapi.Documents, error)) *customResources {
-	return &customResources{store: store, codec: c, log: log, builtin: builtin,
+func newCustomResources(store storage.Interface, c *codecs, log *slog.Logger, builtin func() (*openapi.Documents, error),
+	webhooks func(*apiextensionsv1.CustomResourceDefinition) converter) *customResources {
+	return &customResources{store: store, codec: c, log: log, builtin: builtin, webhooks: webhooks,
 		byName: map[string]*servedCRD{}, byGVR: map[schema.GroupVersionResource]*resourceStore{}}
 }
 
@@ -207,6 +210,7 @@ func (c *customResources) newStore(crd *apiextensionsv1.CustomResourceDefinition
 	if err != nil {
 		return nil, err
 	}
+	codec.webhook = c.webhooks(named)
 	codec.types = func() (managedfields.TypeConverter, error) {
 		docs, err := c.builtin()
 		if err != nil {

@@ -21,6 +21,8 @@ type customCodec struct {
 	strategy apiextensionsv1.ConversionStrategyType
 	// types types the fields for server-side apply, from the CRD's schema.
 	types func() (managedfields.TypeConverter, error)
+	// webhook converts for the Webhook strategy.
+	webhook converter
 
 	mu     sync.Mutex
 	fields map[string]*managedfields.FieldManager // by subresource
@@ -39,15 +41,14 @@ func newCustomCodec(crd *apiextensionsv1.CustomResourceDefinition, version strin
 		strategy: strategy, fields: map[string]*managedfields.FieldManager{}}, nil
 }
 
-// convert changes u's version to gv in place. The None strategy changes
-// only apiVersion, as upstream; webhook conversion is not implemented yet.
+// convert changes u's version to gv in place: the None strategy changes
+// only apiVersion, the Webhook strategy asks the CRD's webhook, as upstream.
 func (c *customCodec) convert(u *unstructured.Unstructured, gv schema.GroupVersion) error {
-	from := u.GetAPIVersion()
-	if from == gv.String() {
+	if u.GetAPIVersion() == gv.String() {
 		return nil
 	}
-	if c.strategy != apiextensionsv1.NoneConverter {
-		return notImplemented(fmt.Sprintf("converting %s from %s to %s (the CRD's conversion webhook)", u.GetKind(), from, gv))
+	if c.strategy == apiextensionsv1.WebhookConverter && c.webhook != nil {
+		return c.webhook(u, gv)
 	}
 	u.SetAPIVersion(gv.String())
 	return nil

@@ -117,7 +117,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("apiserver: a service CIDR is required")
 	}
 	s.alloc = &allocator{store: cfg.Storage, cidr: cfg.ServiceCIDR}
-	s.custom = newCustomResources(cfg.Storage, s.codecs, s.log, s.builtinOpenAPI)
+	s.custom = newCustomResources(cfg.Storage, s.codecs, s.log, s.builtinOpenAPI, s.webhookConverter)
 	defaults := defaulter{byKind: map[schema.GroupVersionKind]func(runtime.Object){}}
 	for _, res := range cfg.Resources {
 		if err := s.addResource(res); err != nil {
