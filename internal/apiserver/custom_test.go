@@ -352,3 +352,17 @@ func TestCRDDeletion(t *testing.T) {
 		return apierrors.IsNotFound(err), nil
 	})
 }
+
+// TestApplyDuplicateKeys: an apply patch with a key twice is refused under
+// fieldValidation=Strict with the YAML line, as upstream.
+func TestApplyDuplicateKeys(t *testing.T) {
+	srv, _ := newClient(t, "team")
+	establish(t, srv.Config, widgetCRD(), widgets)
+	rc := dynamic.NewForConfigOrDie(srv.Config)
+	body := "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: d\nspec:\n  color: red\n  color: blue\n"
+	_, err := rc.Resource(widgets).Namespace("team").Patch(testContext(t), "d", types.ApplyPatchType, []byte(body),
+		metav1.PatchOptions{FieldManager: "m", FieldValidation: "Strict"})
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), `line 7: key "color" already set in map`) {
+		t.Errorf("duplicate key under Strict: %v", err)
+	}
+}

@@ -56,10 +56,15 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, info requestInfo,
 		err = statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
 			"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
 	}
+	var duplicates []string
+	if err == nil {
+		duplicates, err = applyDuplicates(p)
+	}
 	if err != nil {
 		s.respondError(w, r, err, rs.gr, info.Name)
 		return
 	}
+	addWarnings(w, duplicates)
 	wr, patchType, data := p.writeRequest, p.patchType, p.data
 	var warnings []string
 	mutate := func(old runtime.Object) (runtime.Object, error) {
@@ -163,6 +168,21 @@ func (s *Server) apply(rs *resourceStore, live runtime.Object, applied *unstruct
 		rs.res.Prune(obj)
 	}
 	return obj, err
+}
+
+// applyDuplicates is upstream's check of an apply patch for duplicate
+// keys under fieldValidation Strict (an error) or Warn (a warning).
+func applyDuplicates(p patchRequest) ([]string, error) {
+	if p.patchType != types.ApplyYAMLPatchType || p.validation == metav1.FieldValidationIgnore {
+		return nil, nil
+	}
+	if err := yaml.UnmarshalStrict(p.data, &map[string]any{}); err != nil {
+		if p.validation == metav1.FieldValidationStrict {
+			return nil, badRequest("error strict decoding YAML: %v", err)
+		}
+		return []string{err.Error()}, nil
+	}
+	return nil, nil
 }
 
 func decodeApply(patch []byte) (*unstructured.Unstructured, error) {
