@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,37 +16,6 @@ import (
 // (v0.37.2 is refused by the proxy).
 const sampleControllerModule = "k8s.io/sample-controller@v0.37.1"
 
-// goModule downloads mod (path@version) through the module proxy and
-// returns its directory in the module cache.
-func goModule(t *testing.T, mod string) string {
-	t.Helper()
-	out, err := exec.Command("go", "mod", "download", "-json", mod).Output()
-	if err != nil {
-		t.Fatalf("go mod download %s: %v", mod, err)
-	}
-	var info struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &info); err != nil || info.Dir == "" {
-		t.Fatalf("go mod download %s: %v %s", mod, err, info.Error)
-	}
-	return info.Dir
-}
-
-// goBuild builds the main package at the root of a downloaded module's
-// directory, with the module's own go.mod and go.sum, and returns the
-// binary's path. (`go install path@version` would also ask the proxy for
-// the module's version list, which it refuses for some modules.)
-func goBuild(t *testing.T, moduleDir string) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), filepath.Base(strings.Split(moduleDir, "@")[0]))
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=readonly")
-	cmd.Dir = moduleDir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build in %s: %v\n%s", moduleDir, err, out)
-	}
-	return bin
-}
-
 // TestSampleController is issue 17's acceptance item 1: upstream's
 // sample-controller, unmodified, against orch with the admin kubeconfig.
 // Its CRD (with the status subresource) and example Foo make the
@@ -56,7 +23,7 @@ func goBuild(t *testing.T, moduleDir string) string {
 // replicas (the pods run on a simulated node).
 func TestSampleController(t *testing.T) {
 	dir := goModule(t, sampleControllerModule)
-	bin := goBuild(t, dir)
+	bin := goBuild(t, dir, ".")
 	c := startSimCluster(t, simnode.Node{Name: "sim-a"})
 	s := c.Server
 
