@@ -47,7 +47,7 @@ airgap: deps build
 # integration tests' timing does not compete with them on two cores.
 test: deps build
 	ORCH_BIN=$(CURDIR)/$(BIN) $(GO) test -race -p 1 -timeout 20m -count=1 $$($(GO) list ./... | grep -v '/internal/e2e')
-	ORCH_BIN=$(CURDIR)/$(BIN) $(GO) test -race -timeout 25m -count=1 ./internal/e2e/...
+	ORCH_BIN=$(CURDIR)/$(BIN) $(GO) test -race -timeout 40m -count=1 ./internal/e2e/...
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
