@@ -1,11 +1,7 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -42,33 +38,13 @@ func newHelm(t *testing.T, s *Server, bin string) *Helm {
 // Run runs helm ARGS... to completion.
 func (h *Helm) Run(t *testing.T, args ...string) Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), kubectlTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, h.bin, args...)
-	cmd.Env = h.env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	res := Result{Stdout: stdout.String(), Stderr: stderr.String()}
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit) && ctx.Err() == nil:
-		res.Code = exit.ExitCode()
-	default:
-		t.Fatalf("helm %s: %v\nstdout: %s\nstderr: %s", strings.Join(args, " "), err, res.Stdout, res.Stderr)
-	}
-	return res
+	return runTool(t, "helm", h.bin, args, h.env, "")
 }
 
 // OK runs helm and fails the test unless it exits 0; it returns stdout.
 func (h *Helm) OK(t *testing.T, args ...string) string {
 	t.Helper()
-	r := h.Run(t, args...)
-	if r.Code != 0 {
-		t.Fatalf("helm %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
-	}
-	return r.Stdout
+	return succeeded(t, "helm "+strings.Join(args, " "), h.Run(t, args...))
 }
 
 // TestHelm is issue 17's acceptance item 2: upstream Helm, built from the

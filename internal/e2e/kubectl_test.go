@@ -41,11 +41,18 @@ func (s *Server) kubectlEnv(extra []string) []string {
 // Run runs `orch kubectl ARGS...` to completion.
 func (s *Server) Run(t testing.TB, c Cmd) Result {
 	t.Helper()
+	return runTool(t, "orch", orchBin, append([]string{"kubectl"}, c.Args...), s.kubectlEnv(c.Env), c.Stdin)
+}
+
+// runTool runs bin with args, env and stdin to completion (within
+// kubectlTimeout); it fails the test only when bin cannot run or times out.
+func runTool(t testing.TB, name, bin string, args, env []string, stdin string) Result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), kubectlTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, orchBin, append([]string{"kubectl"}, c.Args...)...)
-	cmd.Env = s.kubectlEnv(c.Env)
-	cmd.Stdin = strings.NewReader(c.Stdin)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = env
+	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -56,29 +63,30 @@ func (s *Server) Run(t testing.TB, c Cmd) Result {
 	case errors.As(err, &exit) && ctx.Err() == nil:
 		res.Code = exit.ExitCode()
 	default:
-		t.Fatalf("kubectl %s: %v\nstdout: %s\nstderr: %s", strings.Join(c.Args, " "), err, res.Stdout, res.Stderr)
+		t.Fatalf("%s %s: %v\nstdout: %s\nstderr: %s", name, strings.Join(args, " "), err, res.Stdout, res.Stderr)
 	}
 	return res
+}
+
+// succeeded fails the test unless r exited 0; it returns r's stdout.
+func succeeded(t testing.TB, what string, r Result) string {
+	t.Helper()
+	if r.Code != 0 {
+		t.Fatalf("%s: exit %d\nstdout: %s\nstderr: %s", what, r.Code, r.Stdout, r.Stderr)
+	}
+	return r.Stdout
 }
 
 // Kubectl runs kubectl and fails the test unless it exits 0; it returns stdout.
 func (s *Server) Kubectl(t testing.TB, args ...string) string {
 	t.Helper()
-	r := s.Run(t, Cmd{Args: args})
-	if r.Code != 0 {
-		t.Fatalf("kubectl %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
-	}
-	return r.Stdout
+	return succeeded(t, "kubectl "+strings.Join(args, " "), s.Run(t, Cmd{Args: args}))
 }
 
 // KubectlIn is Kubectl with stdin.
 func (s *Server) KubectlIn(t testing.TB, stdin string, args ...string) string {
 	t.Helper()
-	r := s.Run(t, Cmd{Args: args, Stdin: stdin})
-	if r.Code != 0 {
-		t.Fatalf("kubectl %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
-	}
-	return r.Stdout
+	return succeeded(t, "kubectl "+strings.Join(args, " "), s.Run(t, Cmd{Args: args, Stdin: stdin}))
 }
 
 // Background is a kubectl that keeps running (get -w), its output captured.
