@@ -214,6 +214,18 @@ func TestCustomResourceVerbs(t *testing.T) {
 		t.Errorf("spec.replicas after scaling = %d, want 5", n)
 	}
 
+	// An update must name a resourceVersion; of an object that does not
+	// exist, it is 404.
+	noVersion := final.DeepCopy()
+	noVersion.SetResourceVersion("")
+	if _, err := res.Update(ctx, noVersion, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) {
+		t.Errorf("update without resourceVersion: %v, want 422", err)
+	}
+	noVersion.SetName("missing")
+	if _, err := res.Update(ctx, noVersion, metav1.UpdateOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("update of a missing object: %v, want 404", err)
+	}
+
 	// Delete one, then the collection.
 	if err := res.Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

@@ -164,9 +164,14 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, info requestInfo
 	}
 	accessor.SetNamespace(info.Namespace)
 	if rs.custom != nil && accessor.GetResourceVersion() == "" {
-		// As upstream: custom resources take no unconditional update.
-		s.respondError(w, r, apierrors.NewInvalid(rs.gvk.GroupKind(), info.Name, field.ErrorList{
-			field.Invalid(field.NewPath("metadata", "resourceVersion"), accessor.GetResourceVersion(), "must be specified for an update")}), rs.gr, info.Name)
+		// As upstream: custom resources take no unconditional update (and
+		// one of an object that does not exist is 404 first).
+		var err error = apierrors.NewInvalid(rs.gvk.GroupKind(), info.Name, field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "resourceVersion"), accessor.GetResourceVersion(), "must be specified for an update")})
+		if _, getErr := rs.get(r.Context(), info.Namespace, info.Name); getErr != nil {
+			err = getErr
+		}
+		s.respondError(w, r, err, rs.gr, info.Name)
 		return
 	}
 	code := http.StatusOK
