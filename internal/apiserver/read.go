@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -198,9 +199,14 @@ func (rs *resourceStore) newList(items []runtime.Object, revision int64, next st
 	listMeta.SetContinue(next)
 	listMeta.SetRemainingItemCount(remaining)
 	list.GetObjectKind().SetGroupVersionKind(rs.res.GroupVersion.WithKind(rs.res.Kind + "List"))
-	// Items of a list carry no apiVersion/kind, as upstream.
+	// Items of a built-in list carry no apiVersion/kind, as upstream (SetList
+	// copied them, so this writes no cached object). A custom resource list's
+	// items keep theirs, as upstream's do; they share their maps with the
+	// watch cache's objects, which must never be written.
 	meta.EachListItem(list, func(item runtime.Object) error {
-		item.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		if _, ok := item.(*unstructured.Unstructured); !ok {
+			item.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		}
 		return nil
 	})
 	return list, nil
