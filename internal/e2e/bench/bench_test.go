@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -39,8 +40,10 @@ func envInt(name string, def int) int {
 
 // phases is the API table, in the order the phases run. Reads come before
 // the creates, so that get and list see the same store on every server (the
-// creates leave as many configmaps as each server could make); the last row
-// lists again once the creates have filled another namespace.
+// creates leave as many objects as each server could make); the last row
+// lists again once the creates have filled another namespace. The "cr" rows
+// drive the bench's custom resource (widgets.go) instead of configmaps, each
+// right after its configmap rows so that both meet the same store.
 func phases() []phase {
 	var out []phase
 	add := func(workload string, formats ...string) {
@@ -51,12 +54,26 @@ func phases() []phase {
 		}
 	}
 	add("get", "json", "protobuf")
+	add("cr get", "json")
 	add("list", "json")
 	add("list limit=100", "json")
+	add("cr list", "json")
 	add("create", "json", "protobuf")
+	add("cr create", "json")
 	add("update", "json")
+	add("cr update", "json")
 	add("watch", "json")
+	add("cr watch", "json")
 	return append(out, phase{"list after creates", "json", 1})
+}
+
+// resourceOf splits a phase's workload into the resource it drives (the
+// custom resource for "cr " rows, else configmaps) and the workload proper.
+func resourceOf(workload string) (resource, string) {
+	if w, ok := strings.CutPrefix(workload, "cr "); ok {
+		return widgets{}, w
+	}
+	return configMaps{}, workload
 }
 
 // BenchmarkServer measures ORCH_BIN (and the upstream peer when
@@ -196,11 +213,18 @@ func runPhases(t *target, ps []phase, r *report) error {
 			return err
 		}
 	}
-	if err := setup(admins, maxClients, writers); err != nil {
+	if err := makeWidgetCRD(t.config); err != nil {
 		return err
 	}
-	upd := newUpdater(nsUpdate, "u-", maxClients)
-	created := 0 // configmaps the create phases made
+	resources := []resource{configMaps{}, widgets{}}
+	if err := setup(admins, resources, maxClients, writers); err != nil {
+		return err
+	}
+	upd := map[resource]*updater{}
+	for _, res := range resources {
+		upd[res] = newUpdater(res, nsUpdate, "u-", maxClients)
+	}
+	created := map[resource]int{} // objects the create phases made
 	for _, p := range ps {
 		if only != nil && !only.MatchString(p.key()) {
 			continue
@@ -209,23 +233,26 @@ func runPhases(t *target, ps []phase, r *report) error {
 		if p.format == "protobuf" {
 			clients = protoClients[:p.clients]
 		}
-		switch p.workload {
+		objs, workload := resourceOf(p.workload)
+		switch workload {
 		case "create":
-			res := runPhase(clients, phaseOps, phaseTime, opCreate(fmt.Sprintf("c-%s-%d", p.format, p.clients)))
-			created += res.ops
+			res := runPhase(clients, phaseOps, phaseTime, opCreate(objs, fmt.Sprintf("c-%s-%d", p.format, p.clients)))
+			created[objs] += res.ops
 			r.results[p.key()] = res
 		case "get":
-			r.results[p.key()] = runPhase(clients, phaseOps, phaseTime, opGet)
+			r.results[p.key()] = runPhase(clients, phaseOps, phaseTime, opGet(objs))
 		case "update":
-			r.results[p.key()] = runPhase(clients, phaseOps, phaseTime, upd.op)
+			r.results[p.key()] = runPhase(clients, phaseOps, phaseTime, upd[objs].op)
 		case "list", "list after creates":
-			res := runPhase(clients, phaseOps, phaseTime, opList)
-			res.note = fmt.Sprintf("%d configmaps in %s, %d in the store", listObjects, nsList, listObjects+created+maxClients+writers)
+			res := runPhase(clients, phaseOps, phaseTime, opList(objs))
+			res.note = fmt.Sprintf("%d %s in %s, %d in the store", listObjects, objs, nsList, listObjects+created[objs]+maxClients+writers)
 			r.results[p.key()] = res
 		case "list limit=100":
-			r.results[p.key()] = runPhase(clients, phaseOps, phaseTime, newPager(p.clients).op)
+			r.results[p.key()] = runPhase(clients, phaseOps, phaseTime, newPager(objs, p.clients).op)
 		case "watch":
-			r.results[p.key()] = runWatch(clients, writerClients, phaseTime)
+			r.results[p.key()] = runWatch(objs, clients, writerClients, phaseTime)
+		default:
+			return fmt.Errorf("phase %s: no workload %q", p.key(), workload)
 		}
 		res := r.results[p.key()]
 		fmt.Printf("  %-26s %8.0f ops/s  p50 %7.2f ms  p99 %8.2f ms  errors %d\n",

@@ -14,6 +14,9 @@
 //     instead a user that RBAC authorizes (identity.go);
 //   - watch: events per second delivered to 1, 16 and 64 watchers while a fixed
 //     set of writers update configmaps, with the write-to-delivery latency;
+//   - the same get, list, create, update and watch ("cr" rows, JSON) on a
+//     custom resource: a namespaced CRD the driver makes before the phases
+//     (widgets.go), driven through client-go's dynamic client;
 //   - the server's resident memory (VmRSS, and RssAnon and RssFile apart) idle
 //     after start, at its peak under load (sampled), and idle after the load.
 //

@@ -30,6 +30,18 @@ const (
 // edit has no rules.
 var benchRoles = []string{"system:aggregate-to-edit", "system:aggregate-to-view"}
 
+// widgetsRole lets benchGroup use the bench's custom resource, which the
+// edit role covers only through aggregation (a ClusterRole of the CRD's
+// author labelled aggregate-to-edit), and so not here.
+var widgetsRole = &rbacv1.ClusterRole{
+	ObjectMeta: metav1.ObjectMeta{Name: "bench-widgets"},
+	Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{widgetsGVR.Group},
+		Resources: []string{widgetsGVR.Resource},
+		Verbs:     []string{"get", "list", "watch", "create", "update"},
+	}},
+}
+
 // benchAs is ORCH_BENCH_AS: "rbac" runs the API phases as a user that RBAC
 // authorizes instead of as the admin, whom no authorizer is asked about.
 var benchAs = os.Getenv("ORCH_BENCH_AS")
@@ -37,25 +49,33 @@ var benchAs = os.Getenv("ORCH_BENCH_AS")
 // identity names who the API phases run as, for the report.
 func identity() string {
 	if benchAs == "rbac" {
-		return fmt.Sprintf("%s (group %s; RBAC: %s, the rules of edit)", benchUser, benchGroup, strings.Join(benchRoles, " + "))
+		return fmt.Sprintf("%s (group %s; RBAC: %s, the rules of edit, and %s)", benchUser, benchGroup, strings.Join(benchRoles, " + "), widgetsRole.Name)
 	}
 	return "admin (group system:masters, which skips authorization)"
 }
 
-// rbacUserConfig binds benchGroup to benchRoles with the admin client, signs
-// a client certificate for benchUser in benchGroup with the CA in t.caDir,
-// and returns a client configuration for it once a SelfSubjectAccessReview
-// says the user may read and write configmaps (authorizers learn of new
-// bindings from a watch, a moment later).
+// rbacUserConfig binds benchGroup to benchRoles and widgetsRole with the
+// admin client, signs a client certificate for benchUser in benchGroup with
+// the CA in t.caDir, and returns a client configuration for it once
+// SelfSubjectAccessReviews say the user may read and write configmaps and
+// create widgets (authorizers learn of new bindings from a watch, a moment
+// later).
 func rbacUserConfig(t *target) (*rest.Config, error) {
 	ctx := context.Background()
 	admin, err := kubernetes.NewForConfig(t.config)
 	if err != nil {
 		return nil, err
 	}
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, widgetsRole, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("create ClusterRole %s: %w", widgetsRole.Name, err)
+	}
+	bindings := map[string]string{widgetsRole.Name: widgetsRole.Name} // binding name → role
 	for _, role := range benchRoles {
+		bindings["bench-"+strings.TrimPrefix(role, "system:aggregate-to-")] = role
+	}
+	for name, role := range bindings {
 		crb := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "bench-" + strings.TrimPrefix(role, "system:aggregate-to-")},
+			ObjectMeta: metav1.ObjectMeta{Name: name},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: benchGroup}},
 		}
@@ -80,11 +100,14 @@ func rbacUserConfig(t *target) (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	checks := []authorizationv1.ResourceAttributes{ // one from each role
+		{Namespace: nsCreate, Verb: "create", Resource: "configmaps"},
+		{Namespace: nsCreate, Verb: "list", Resource: "configmaps"},
+		{Namespace: nsCreate, Verb: "create", Group: widgetsGVR.Group, Resource: widgetsGVR.Resource},
+	}
 	allowed := func(ctx context.Context) (bool, error) {
-		for _, verb := range []string{"create", "list"} { // one from each role
-			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: nsCreate, Verb: verb, Resource: "configmaps"},
-			}}
+		for _, attrs := range checks {
+			review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}
 			got, err := user.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 			if err != nil || !got.Status.Allowed {
 				return false, err
@@ -93,7 +116,7 @@ func rbacUserConfig(t *target) (*rest.Config, error) {
 		return true, nil
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, allowed); err != nil {
-		return nil, fmt.Errorf("wait for %s to be allowed configmaps create and list: %w", benchUser, err)
+		return nil, fmt.Errorf("wait for %s to be allowed configmaps create and list and widgets create: %w", benchUser, err)
 	}
 	return config, nil
 }

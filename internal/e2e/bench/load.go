@@ -14,6 +14,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -84,11 +85,19 @@ func (e *errorLog) merge(prefix string, r result) {
 	}
 }
 
-// newClients makes n clientsets for config, each with its own connection
-// (a non-nil Proxy func keeps client-go from sharing a cached transport), no
-// client-side rate limit, and protobuf as the wire format when proto is set.
-func newClients(config *rest.Config, n int, proto bool) ([]*kubernetes.Clientset, error) {
-	out := make([]*kubernetes.Clientset, n)
+// client is one connection to the server, used through the typed clientset
+// and, for the custom resource, the dynamic client.
+type client struct {
+	*kubernetes.Clientset
+	dyn dynamic.Interface
+}
+
+// newClients makes n clients for config, each with its own connection (a
+// non-nil Proxy func keeps client-go from sharing a cached transport), no
+// client-side rate limit, and protobuf as the typed clientset's wire format
+// when proto is set (the dynamic client always speaks JSON).
+func newClients(config *rest.Config, n int, proto bool) ([]*client, error) {
+	out := make([]*client, n)
 	for i := range out {
 		c := rest.CopyConfig(config)
 		c.QPS, c.Burst = -1, 0
@@ -100,7 +109,15 @@ func newClients(config *rest.Config, n int, proto bool) ([]*kubernetes.Clientset
 			c.ContentType = runtime.ContentTypeProtobuf
 			c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 		}
-		cs, err := kubernetes.NewForConfig(c)
+		hc, err := rest.HTTPClientFor(c)
+		if err != nil {
+			return nil, err
+		}
+		cs, err := kubernetes.NewForConfigAndClient(c, hc)
+		if err != nil {
+			return nil, err
+		}
+		dyn, err := dynamic.NewForConfigAndClient(c, hc)
 		if err != nil {
 			return nil, err
 		}
@@ -108,16 +125,19 @@ func newClients(config *rest.Config, n int, proto bool) ([]*kubernetes.Clientset
 		if _, err := cs.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{}); err != nil {
 			return nil, fmt.Errorf("warm-up request of client %d: %w", i, err)
 		}
-		out[i] = cs
+		out[i] = &client{Clientset: cs, dyn: dyn}
 	}
 	return out, nil
 }
 
+// opFunc is one operation of a phase: c is the client of the goroutine with
+// index i, seq the operation's global sequence number.
+type opFunc func(ctx context.Context, c *client, i, seq int) error
+
 // runPhase runs op from len(clients) goroutines at once until maxOps
 // operations have started or maxDur has passed, whichever is first. op gets
 // the client's index and the operation's global sequence number.
-func runPhase(clients []*kubernetes.Clientset, maxOps int, maxDur time.Duration,
-	op func(ctx context.Context, cs *kubernetes.Clientset, client, seq int) error) result {
+func runPhase(clients []*client, maxOps int, maxDur time.Duration, op opFunc) result {
 	var (
 		next    atomic.Int64
 		errs    errorLog

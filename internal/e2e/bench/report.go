@@ -14,7 +14,7 @@ import (
 
 // phase is one row of the API table.
 type phase struct {
-	workload string // create, get, update, list, list limit=100, watch
+	workload string // create, get, update, list, list limit=100, watch; "cr get" etc. for the custom resource
 	format   string // json or protobuf
 	clients  int    // concurrent clients (watchers for watch)
 }
@@ -84,7 +84,7 @@ func printReports(w io.Writer, phases []phase, reports []*report) {
 		}
 	}
 
-	fmt.Fprintf(w, "\n== API, run as %s: configmaps with a %d-byte payload; ops/s, p50 and p99 latency in ms, errors ==\n", identity(), payloadSize)
+	fmt.Fprintf(w, "\n== API, run as %s: configmaps (cr rows: %s, a custom resource, through the dynamic client) with a %d-byte payload; ops/s, p50 and p99 latency in ms, errors ==\n", identity(), widgetsGVR.GroupResource(), payloadSize)
 	fmt.Fprintf(w, "%-28s", "workload / format / clients")
 	for _, r := range reports {
 		fmt.Fprintf(w, " | %-34s", r.name)

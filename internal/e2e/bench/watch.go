@@ -5,38 +5,36 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 )
 
 // watchDrain bounds the wait, after the writers stop, for the events still on
 // their way to the watchers.
 const watchDrain = 10 * time.Second
 
-// runWatch opens one watch on nsWatch per watcher client, then lets the writer
-// clients update their own configmap (w-<writer>, stamped with the time the
-// write was sent) for dur. It reports the events delivered to all watchers
-// per second (from the first write to the last event), and the latency from
-// sending a write to a watcher receiving its event.
-func runWatch(watchers, writers []*kubernetes.Clientset, dur time.Duration) result {
+// runWatch opens one watch on the objects of res in nsWatch per watcher
+// client, then lets the writer clients update their own object (w-<writer>,
+// stamped with the time the write was sent) for dur. It reports the events
+// delivered to all watchers per second (from the first write to the last
+// event), and the latency from sending a write to a watcher receiving its
+// event.
+func runWatch(res resource, watchers, writers []*client, dur time.Duration) result {
 	var errs errorLog
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	l, err := writers[0].CoreV1().ConfigMaps(nsWatch).List(ctx, metav1.ListOptions{})
+	l, err := res.list(ctx, writers[0], nsWatch, metav1.ListOptions{})
 	if err != nil {
 		errs.add(fmt.Errorf("list before watch: %w", err))
 		return result{errors: errs.n, errMsgs: errs.msgs}
 	}
 	var streams []watch.Interface
-	for _, cs := range watchers {
-		w, err := cs.CoreV1().ConfigMaps(nsWatch).Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
+	for _, c := range watchers {
+		w, err := res.watch(ctx, c, nsWatch, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
 		if err != nil {
 			errs.add(fmt.Errorf("open watch: %w", err))
 			continue
@@ -69,12 +67,11 @@ func runWatch(watchers, writers []*kubernetes.Clientset, dur time.Duration) resu
 					errs.add(fmt.Errorf("watch error event: %v", ev.Object))
 					continue
 				}
-				cm, ok := ev.Object.(*corev1.ConfigMap)
-				if !ok || ev.Type != watch.Modified {
+				if ev.Type != watch.Modified {
 					continue
 				}
-				sent, err := strconv.ParseInt(cm.Data["sent"], 10, 64)
-				if err != nil {
+				sent, ok := res.sent(ev.Object)
+				if !ok {
 					continue
 				}
 				perWatch[i] = append(perWatch[i], now.Sub(time.Unix(0, sent)))
@@ -86,8 +83,8 @@ func runWatch(watchers, writers []*kubernetes.Clientset, dur time.Duration) resu
 	}
 
 	start := time.Now()
-	upd := newUpdater(nsWatch, "w-", len(writers))
-	upd.stamp = func(data map[string]string) { data["sent"] = strconv.FormatInt(time.Now().UnixNano(), 10) }
+	upd := newUpdater(res, nsWatch, "w-", len(writers))
+	upd.stamp = true
 	writes := runPhase(writers, 1_000_000, dur, upd.op)
 	errs.merge("write: ", writes)
 	want := int64(writes.ops) * int64(len(streams))
