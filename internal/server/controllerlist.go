@@ -85,6 +85,9 @@ func controllers(p parsed) buildFunc {
 			{clusterdns.Name, simple(func(c controller.Context) run.Runnable { return clusterdns.New(c) })},
 			{servicelb.Name, simple(func(c controller.Context) run.Runnable { return servicelb.New(c) })},
 			{crd.Name, func(c controller.Context) (run.Runnable, error) {
+				if c.Config == nil {
+					return nil, fmt.Errorf("the %s controller needs its client configuration", crd.Name)
+				}
 				client, err := apiextensionsclient.NewForConfig(c.Config)
 				if err != nil {
 					return nil, err

@@ -22,7 +22,7 @@ func New(t *testing.T, namespaces ...string) *Env {
 	t.Helper()
 	e := envtest.New(t, namespaces...)
 	return &Env{Env: e, Context: controller.Context{
-		Client: e.Client, Metadata: e.Metadata, Informers: e.Informers,
+		Client: e.Client, Metadata: e.Metadata, Config: e.Server.Config, Informers: e.Informers,
 		Recorder: e.Recorder, Log: e.Log, Clock: e.Clock,
 	}}
 }
