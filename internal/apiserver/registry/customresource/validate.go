@@ -42,15 +42,10 @@ func (s *strategy) validateCreate(obj runtime.Object) field.ErrorList {
 // not change are forgiven (schema and CEL), and list-type invariants are
 // checked only when the stored object kept them.
 func (s *strategy) validateUpdate(obj, old runtime.Object) field.ErrorList {
-	u, errs := s.unstructured(obj)
+	u, oldU, correlated, errs := s.updatePair(obj, old)
 	if len(errs) > 0 {
 		return errs
 	}
-	oldU, errs := s.unstructured(old)
-	if len(errs) > 0 {
-		return errs
-	}
-	correlated := s.correlate(u, oldU)
 	var opts []validation.ValidationOption
 	var celOpts []cel.Option
 	if correlated != nil {
@@ -71,15 +66,10 @@ func (s *strategy) validateUpdate(obj, old runtime.Object) field.ErrorList {
 // its schema (ratcheting), the scale status paths, list-type invariants
 // newly broken, and the CEL rules (which see the whole object).
 func (s *strategy) validateStatusUpdate(obj, old runtime.Object) field.ErrorList {
-	u, errs := s.unstructured(obj)
+	u, oldU, correlated, errs := s.updatePair(obj, old)
 	if len(errs) > 0 {
 		return errs
 	}
-	oldU, errs := s.unstructured(old)
-	if len(errs) > 0 {
-		return errs
-	}
-	correlated := s.correlate(u, oldU)
 	var opts []validation.ValidationOption
 	var celOpts []cel.Option
 	if correlated != nil {
@@ -144,4 +134,16 @@ func (s *strategy) validateCEL(prior field.ErrorList, obj, old map[string]interf
 	}
 	errs, _ := s.celValidator.Validate(context.Background(), nil, s.structural, obj, oldObj, celconfig.RuntimeCELCostBudget, opts...)
 	return errs
+}
+
+// updatePair is obj and old as unstructured objects and what ratcheting
+// correlates between them (nil when it is off).
+func (s *strategy) updatePair(obj, old runtime.Object) (u, oldU *unstructured.Unstructured, correlated *common.CorrelatedObject, errs field.ErrorList) {
+	if u, errs = s.unstructured(obj); len(errs) > 0 {
+		return nil, nil, nil, errs
+	}
+	if oldU, errs = s.unstructured(old); len(errs) > 0 {
+		return nil, nil, nil, errs
+	}
+	return u, oldU, s.correlate(u, oldU), nil
 }
