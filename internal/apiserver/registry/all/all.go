@@ -23,6 +23,9 @@ import (
 	"orch/internal/apiserver/registry/jobs"
 	"orch/internal/apiserver/registry/leases"
 	"orch/internal/apiserver/registry/limitranges"
+	"orch/internal/apiserver/registry/mutatingadmissionpolicies"
+	"orch/internal/apiserver/registry/mutatingadmissionpolicybindings"
+	"orch/internal/apiserver/registry/mutatingwebhookconfigurations"
 	"orch/internal/apiserver/registry/namespaces"
 	"orch/internal/apiserver/registry/networkpolicies"
 	"orch/internal/apiserver/registry/nodes"
@@ -42,6 +45,9 @@ import (
 	"orch/internal/apiserver/registry/services"
 	"orch/internal/apiserver/registry/statefulsets"
 	"orch/internal/apiserver/registry/storageclasses"
+	"orch/internal/apiserver/registry/validatingadmissionpolicies"
+	"orch/internal/apiserver/registry/validatingadmissionpolicybindings"
+	"orch/internal/apiserver/registry/validatingwebhookconfigurations"
 	"orch/internal/apiserver/registry/volumeattachments"
 )
 
@@ -85,6 +91,15 @@ func Resources() []registry.Resource {
 		csidrivers.Resource(),
 		csinodes.Resource(),
 		volumeattachments.Resource(),
+		// admissionregistration.k8s.io shares its priority with
+		// apiextensions.k8s.io and comes first by name; upstream lists a
+		// group version's resources by name.
+		mutatingadmissionpolicies.Resource(),
+		mutatingadmissionpolicybindings.Resource(),
+		mutatingwebhookconfigurations.Resource(),
+		validatingadmissionpolicies.Resource(),
+		validatingadmissionpolicybindings.Resource(),
+		validatingwebhookconfigurations.Resource(),
 		customresourcedefinitions.Resource(),
 		priorityclasses.Resource(),
 		leases.Resource(),

@@ -1,6 +1,7 @@
 package all
 
 import (
+	"reflect"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -38,5 +39,25 @@ func TestResources(t *testing.T) {
 	}
 	if !resources[schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}] {
 		t.Error("customresourcedefinitions is not served")
+	}
+}
+
+// TestGroupOrder checks the discovery order upstream's aggregator gives
+// groups of equal priority (by name): admissionregistration.k8s.io, with
+// its resources by name, right before apiextensions.k8s.io.
+func TestGroupOrder(t *testing.T) {
+	var got []string
+	for _, r := range Resources() {
+		if g := r.GroupVersion.Group; g == "admissionregistration.k8s.io" || g == "apiextensions.k8s.io" {
+			got = append(got, r.Resource)
+		}
+	}
+	want := []string{
+		"mutatingadmissionpolicies", "mutatingadmissionpolicybindings", "mutatingwebhookconfigurations",
+		"validatingadmissionpolicies", "validatingadmissionpolicybindings", "validatingwebhookconfigurations",
+		"customresourcedefinitions",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("order %v, want %v", got, want)
 	}
 }

@@ -1,6 +1,7 @@
 // Package registrytest has helpers for the tests of registry entries: a
-// compact form of validation errors to compare against, and a check that a
-// table row fits its columns.
+// compact form of validation errors to compare against, the steps the
+// handlers run on a create and an update, and a check that a table row fits
+// its columns.
 package registrytest
 
 import (
@@ -46,6 +47,29 @@ func ExpectDetail(t *testing.T, errs field.ErrorList, fieldPath, text string) {
 	t.Errorf("no error on %s containing %q in %v", fieldPath, text, errs)
 }
 
+// Want is one expected validation error: its type and field
+// ("FieldValueInvalid spec.rules[0]"), then a part of its detail.
+type Want [2]string
+
+// ExpectWant fails t unless errs are exactly want, in order: each error of
+// the given type and field, with a detail that contains the wanted part.
+func ExpectWant(t *testing.T, errs field.ErrorList, want ...Want) {
+	t.Helper()
+	var typesAndFields []string
+	for _, w := range want {
+		typesAndFields = append(typesAndFields, w[0])
+	}
+	ExpectErrors(t, errs, typesAndFields...)
+	if len(errs) != len(want) {
+		return
+	}
+	for i, w := range want {
+		if !strings.Contains(errs[i].Detail, w[1]) {
+			t.Errorf("%s: detail %q does not contain %q", w[0], errs[i].Detail, w[1])
+		}
+	}
+}
+
 // Validate runs a resource's Validate, and ValidateUpdate when old is not nil,
 // after Default as the handlers do.
 func Validate(r registry.Resource, obj, old runtime.Object) field.ErrorList {
@@ -57,6 +81,45 @@ func Validate(r registry.Resource, obj, old runtime.Object) field.ErrorList {
 		errs = append(errs, r.Validate(obj)...)
 	}
 	if old != nil && r.ValidateUpdate != nil {
+		errs = append(errs, r.ValidateUpdate(obj, old)...)
+	}
+	return errs
+}
+
+// Create runs what the handlers run on a create after metadata: Default,
+// PrepareForCreate, Validate and ValidateCreate.
+func Create(r registry.Resource, obj runtime.Object) field.ErrorList {
+	if r.Default != nil {
+		r.Default(obj)
+	}
+	if r.PrepareForCreate != nil {
+		r.PrepareForCreate(obj)
+	}
+	var errs field.ErrorList
+	if r.Validate != nil {
+		errs = append(errs, r.Validate(obj)...)
+	}
+	if r.ValidateCreate != nil {
+		errs = append(errs, r.ValidateCreate(obj)...)
+	}
+	return errs
+}
+
+// Update runs what the handlers run on a write of obj over old to the main
+// resource after metadata (the caller keeps the stored status where the
+// resource has one): Default, PrepareForUpdate, Validate and ValidateUpdate.
+func Update(r registry.Resource, obj, old runtime.Object) field.ErrorList {
+	if r.Default != nil {
+		r.Default(obj)
+	}
+	if r.PrepareForUpdate != nil {
+		r.PrepareForUpdate(obj, old)
+	}
+	var errs field.ErrorList
+	if r.Validate != nil {
+		errs = append(errs, r.Validate(obj)...)
+	}
+	if r.ValidateUpdate != nil {
 		errs = append(errs, r.ValidateUpdate(obj, old)...)
 	}
 	return errs
