@@ -114,6 +114,16 @@ func addWarnings(w http.ResponseWriter, warnings []string) {
 	}
 }
 
+// headerWarnings adds the warnings put in a request's context
+// (k8s.io/apiserver/pkg/warning, as admission plugins do) to its response.
+type headerWarnings struct{ w http.ResponseWriter }
+
+func (h headerWarnings) AddWarning(_, text string) {
+	if text != "" {
+		addWarnings(h.w, []string{text})
+	}
+}
+
 // decodeParams reads ListOptions, DeleteOptions and the like from the query.
 func (s *Server) decodeParams(r *http.Request, into runtime.Object) error {
 	return s.codecs.params.DecodeParameters(r.URL.Query(), schema.GroupVersion{Version: "v1"}, into)

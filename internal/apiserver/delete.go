@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
 
 	"orch/internal/apiserver/admission/noderestriction"
 	"orch/internal/storage"
@@ -82,6 +83,14 @@ func (s *Server) deleteObject(ctx context.Context, rs *resourceStore, namespace,
 			return nil, false, err
 		}
 		if err := s.admitNode(ctx, noderestriction.Delete, rs, "", namespace, name, old, old); err != nil {
+			return nil, false, err
+		}
+		adm := admissionRequest{rs: rs, op: admission.Delete, old: old, namespace: namespace, name: name,
+			dryRun: len(opts.DryRun) > 0, options: deleteOptionsObject(opts)}
+		if err := s.mutateExt(ctx, adm); err != nil {
+			return nil, false, err
+		}
+		if err := s.validateExt(ctx, adm); err != nil {
 			return nil, false, err
 		}
 		obj, deleted, err := s.deleteOnce(ctx, rs, old, opts)

@@ -5,13 +5,16 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
 
 	"orch/internal/streamproxy"
 )
@@ -44,10 +47,67 @@ func (s *Server) serveProxied(w http.ResponseWriter, r *http.Request, info reque
 			fail(apierrors.NewMethodNotSupported(gr, info.Verb))
 			return
 		}
+		if err := s.admitConnect(r, info, rs); err != nil {
+			fail(err)
+			return
+		}
 		s.servePodStream(w, r, info, rs)
 	default:
+		if err := s.admitConnect(r, info, rs); err != nil {
+			fail(err)
+			return
+		}
 		s.serveProxy(w, r, info, rs)
 	}
+}
+
+// connectOptions is the object admission sees for a connect subresource:
+// its options, read from the query as upstream's handlers read them.
+func connectOptions(r *http.Request, info requestInfo, resource string) runtime.Object {
+	q := r.URL.Query()
+	switch resource + "/" + info.Subresource {
+	case "pods/exec":
+		o := streamproxy.OptionsFrom(q)
+		return &corev1.PodExecOptions{Container: q.Get("container"), Command: q["command"],
+			Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, TTY: o.TTY}
+	case "pods/attach":
+		o := streamproxy.OptionsFrom(q)
+		return &corev1.PodAttachOptions{Container: q.Get("container"), Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, TTY: o.TTY}
+	case "pods/portforward":
+		opts := &corev1.PodPortForwardOptions{}
+		for _, list := range q["ports"] {
+			for _, p := range strings.Split(list, ",") {
+				if port, err := strconv.ParseInt(strings.TrimSpace(p), 10, 32); err == nil {
+					opts.Ports = append(opts.Ports, int32(port))
+				}
+			}
+		}
+		return opts
+	case "pods/proxy":
+		return &corev1.PodProxyOptions{Path: proxyPath(r, info)}
+	case "services/proxy":
+		return &corev1.ServiceProxyOptions{Path: proxyPath(r, info)}
+	case "nodes/proxy":
+		return &corev1.NodeProxyOptions{Path: proxyPath(r, info)}
+	}
+	return nil
+}
+
+// admitConnect runs admission policies and webhooks on a CONNECT: the
+// object is the subresource's options, read from the query.
+func (s *Server) admitConnect(r *http.Request, info requestInfo, rs *resourceStore) error {
+	opts := connectOptions(r, info, rs.res.Resource)
+	if opts == nil {
+		return nil
+	}
+	kind := corev1.SchemeGroupVersion.WithKind(reflect.TypeOf(opts).Elem().Name())
+	opts.GetObjectKind().SetGroupVersionKind(kind)
+	adm := admissionRequest{rs: rs, kind: kind, op: admission.Connect, subresource: info.Subresource, obj: opts,
+		namespace: info.Namespace, name: info.Name}
+	if err := s.mutateExt(r.Context(), adm); err != nil {
+		return err
+	}
+	return s.validateExt(r.Context(), adm)
 }
 
 func (s *Server) getPod(r *http.Request, info requestInfo, rs *resourceStore) (*corev1.Pod, error) {

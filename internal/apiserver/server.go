@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/apiserver/pkg/warning"
 
 	"orch/internal/apiserver/authz"
 	"orch/internal/apiserver/filters"
@@ -93,6 +94,11 @@ type Server struct {
 	scraper   *metricsScraper // nil without a kubelet client
 	authz     *authorizers
 	custom    *customResources
+	// ext is the admission users add (policies, webhooks), set once
+	// extReady is closed; extErr says why it is nil.
+	ext      *extAdmission
+	extErr   error
+	extReady chan struct{}
 
 	mu      sync.Mutex
 	started bool
@@ -112,7 +118,7 @@ type apiGroup struct {
 func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Log, codecs: newCodecs(newScheme()),
 		resources: map[schema.GroupVersionResource]*resourceStore{}, metrics: newMetrics(),
-		authz: newAuthorizers(), authzSynced: make(chan struct{})}
+		authz: newAuthorizers(), authzSynced: make(chan struct{}), extReady: make(chan struct{})}
 	if cfg.ServiceCIDR == nil {
 		return nil, fmt.Errorf("apiserver: a service CIDR is required")
 	}
@@ -196,6 +202,9 @@ func (s *Server) Start(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); feed(ctx, crds, s.custom, make(chan struct{})) }()
 	}
+	if err := s.startExtAdmission(ctx); err != nil {
+		s.log.Error("admission policies and webhooks cannot run: every write is refused", "err", err)
+	}
 	go func() {
 		for _, c := range synced {
 			select {
@@ -249,6 +258,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case path == satoken.OpenIDConfigPath || path == satoken.JWKSPath:
 		s.serveIssuerDiscovery(w, r)
 	default:
+		if r.Method != http.MethodGet {
+			// Admission (policies, webhooks) warns through the context.
+			r = r.WithContext(warning.WithWarningRecorder(r.Context(), headerWarnings{w}))
+		}
 		s.serveAPI(w, r, info, isResource)
 	}
 }
