@@ -73,9 +73,10 @@ func (f *fieldManagers) update(rs *resourceStore, subresource string, old, obj r
 	return m.UpdateNoErrors(old, obj, manager), nil
 }
 
-// apply merges a server-side apply configuration into live.
-func (f *fieldManagers) apply(rs *resourceStore, live runtime.Object, applied runtime.Object, manager string, force bool) (runtime.Object, error) {
-	m, err := f.get(rs, "")
+// apply merges a server-side apply configuration sent to (sub)resource
+// into live.
+func (f *fieldManagers) apply(rs *resourceStore, subresource string, live runtime.Object, applied runtime.Object, manager string, force bool) (runtime.Object, error) {
+	m, err := f.get(rs, subresource)
 	if err != nil {
 		return nil, err
 	}

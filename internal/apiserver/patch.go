@@ -68,7 +68,7 @@ func (s *Server) patch(w http.ResponseWriter, r *http.Request, info requestInfo,
 	wr, patchType, data := p.writeRequest, p.patchType, p.data
 	var warnings []string
 	mutate := func(old runtime.Object) (runtime.Object, error) {
-		obj, warns, err := s.applyPatch(rs, patchType, old, data, p.validation, wr.manager, p.force)
+		obj, warns, err := s.applyPatch(rs, subresource, patchType, old, data, p.validation, wr.manager, p.force)
 		warnings = warns
 		return obj, err
 	}
@@ -99,14 +99,15 @@ func patchTypeOf(r *http.Request) (types.PatchType, error) {
 		"the patch content type "+r.Header.Get("Content-Type")+" is not supported: use application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json or application/apply-patch+yaml")
 }
 
-// applyPatch returns the stored object with the patch applied.
-func (s *Server) applyPatch(rs *resourceStore, pt types.PatchType, old runtime.Object, patch []byte, validation, manager string, force bool) (runtime.Object, []string, error) {
+// applyPatch returns the stored object with the patch applied (an apply
+// patch owned as a write to subresource).
+func (s *Server) applyPatch(rs *resourceStore, subresource string, pt types.PatchType, old runtime.Object, patch []byte, validation, manager string, force bool) (runtime.Object, []string, error) {
 	if pt == types.ApplyYAMLPatchType {
 		applied, err := decodeApply(patch)
 		if err != nil {
 			return nil, nil, err
 		}
-		obj, err := s.apply(rs, old, applied, manager, force)
+		obj, err := s.apply(rs, subresource, old, applied, manager, force)
 		return obj, nil, err
 	}
 	var buf bytes.Buffer
@@ -152,7 +153,7 @@ func (s *Server) applyCreate(ctx context.Context, rs *resourceStore, info reques
 	accessor.SetName(info.Name)
 	accessor.SetNamespace(info.Namespace)
 	empty.GetObjectKind().SetGroupVersionKind(rs.gvk)
-	obj, err := s.apply(rs, empty, applied, wr.manager, force)
+	obj, err := s.apply(rs, "", empty, applied, wr.manager, force)
 	if err != nil {
 		return nil, err
 	}
@@ -162,8 +163,8 @@ func (s *Server) applyCreate(ctx context.Context, rs *resourceStore, info reques
 // apply merges an apply configuration into live. A custom resource's
 // schema may keep unknown fields out of the field manager's types only
 // where it is structural, so what it does not know is dropped afterwards.
-func (s *Server) apply(rs *resourceStore, live runtime.Object, applied *unstructured.Unstructured, manager string, force bool) (runtime.Object, error) {
-	obj, err := s.fields.apply(rs, live, applied, manager, force)
+func (s *Server) apply(rs *resourceStore, subresource string, live runtime.Object, applied *unstructured.Unstructured, manager string, force bool) (runtime.Object, error) {
+	obj, err := s.fields.apply(rs, subresource, live, applied, manager, force)
 	if err == nil && rs.res.Prune != nil {
 		rs.res.Prune(obj)
 	}

@@ -95,7 +95,7 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, info request
 		}
 		wr = p.writeRequest
 		desiredScale = func(current *autoscalingv1.Scale) (runtime.Object, error) {
-			obj, _, err := s.applyPatch(scaleStore, p.patchType, current, p.data, metav1.FieldValidationIgnore, p.manager, p.force)
+			obj, _, err := s.applyPatch(scaleStore, "", p.patchType, current, p.data, metav1.FieldValidationIgnore, p.manager, p.force)
 			return obj, err
 		}
 	}

@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -222,6 +223,30 @@ func TestServerSideApply(t *testing.T) {
 	}
 	if n := len(merged.Spec.Template.Spec.Containers); n != 2 {
 		t.Fatalf("after two managers applied one container each: %d containers, want 2", n)
+	}
+
+	// An apply to /status owns the status fields it sets, recorded for the
+	// status subresource, so its next apply removes what it leaves out.
+	status := appsv1apply.Deployment("web", "ssa").WithStatus(appsv1apply.DeploymentStatus().
+		WithObservedGeneration(1).WithConditions(appsv1apply.DeploymentCondition().WithType(appsv1.DeploymentProgressing).WithStatus(corev1.ConditionTrue)))
+	applied, err := client.AppsV1().Deployments("ssa").ApplyStatus(ctx, status, metav1.ApplyOptions{FieldManager: "carol"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var owned bool
+	for _, m := range applied.ManagedFields {
+		owned = owned || m.Manager == "carol" && m.Subresource == "status" && strings.Contains(string(m.FieldsV1.Raw), `"f:conditions"`)
+	}
+	if !owned {
+		t.Fatalf("managedFields after a status apply: %+v, want carol owning status.conditions through status", applied.ManagedFields)
+	}
+	applied, err = client.AppsV1().Deployments("ssa").ApplyStatus(ctx, appsv1apply.Deployment("web", "ssa").WithStatus(appsv1apply.DeploymentStatus().WithObservedGeneration(1)),
+		metav1.ApplyOptions{FieldManager: "carol"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(applied.Status.Conditions) != 0 {
+		t.Errorf("conditions after carol's apply left them out: %+v, want none", applied.Status.Conditions)
 	}
 }
 

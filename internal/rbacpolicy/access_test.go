@@ -137,6 +137,8 @@ var controllerNeeds = map[string]struct {
 		do("apiextensions.k8s.io", v("get", "list", "watch", "update"), "customresourcedefinitions"),
 		do("apiextensions.k8s.io", v("update"), "customresourcedefinitions/status"),
 		do("example.com", v("list", "delete", "deletecollection"), "widgets")}},
+	"validatingadmissionpolicy-status": {"", []rbacv1.PolicyRule{
+		do("admissionregistration.k8s.io", v("patch"), "validatingadmissionpolicies/status")}},
 }
 
 func TestControllersMayDoWhatTheirCodeDoes(t *testing.T) {

@@ -9,25 +9,26 @@ import (
 
 // API groups the rules name.
 const (
-	core          = ""
-	apiextensions = "apiextensions.k8s.io"
-	apps          = "apps"
-	authn         = "authentication.k8s.io"
-	authz         = "authorization.k8s.io"
-	autoscaling   = "autoscaling"
-	batch         = "batch"
-	certificates  = "certificates.k8s.io"
-	coordination  = "coordination.k8s.io"
-	discovery     = "discovery.k8s.io"
-	eventsGroup   = "events.k8s.io"
-	extensions    = "extensions"
-	networking    = "networking.k8s.io"
-	nodeGroup     = "node.k8s.io"
-	policyGroup   = "policy"
-	rbacGroup     = rbacv1.GroupName
-	resourceGroup = "resource.k8s.io"
-	scheduling    = "scheduling.k8s.io"
-	storage       = "storage.k8s.io"
+	core                  = ""
+	admissionRegistration = "admissionregistration.k8s.io"
+	apiextensions         = "apiextensions.k8s.io"
+	apps                  = "apps"
+	authn                 = "authentication.k8s.io"
+	authz                 = "authorization.k8s.io"
+	autoscaling           = "autoscaling"
+	batch                 = "batch"
+	certificates          = "certificates.k8s.io"
+	coordination          = "coordination.k8s.io"
+	discovery             = "discovery.k8s.io"
+	eventsGroup           = "events.k8s.io"
+	extensions            = "extensions"
+	networking            = "networking.k8s.io"
+	nodeGroup             = "node.k8s.io"
+	policyGroup           = "policy"
+	rbacGroup             = rbacv1.GroupName
+	resourceGroup         = "resource.k8s.io"
+	scheduling            = "scheduling.k8s.io"
+	storage               = "storage.k8s.io"
 )
 
 // Verb sets, as upstream's bootstrap policy names them.

@@ -154,6 +154,10 @@ func controllerClusterRoles() []rbacv1.ClusterRole {
 			verbs("get", "list", "watch", "delete").groups(batch).resources("jobs"),
 			eventsRule(),
 		),
+		controllerRole("validatingadmissionpolicy-status-controller",
+			verbs("get", "list", "watch").groups(admissionRegistration).resources("validatingadmissionpolicies"),
+			verbs("get", "patch", "update").groups(admissionRegistration).resources("validatingadmissionpolicies/status"),
+		),
 		controllerRole("orch-crd-controller",
 			// Upstream runs the CRD status controllers inside the apiserver,
 			// on its loopback identity; orch's (internal/controller/crd)

@@ -34,6 +34,7 @@ import (
 	"orch/internal/controller/servicelb"
 	"orch/internal/controller/statefulset"
 	"orch/internal/controller/ttlafterfinished"
+	"orch/internal/controller/vapstatus"
 	"orch/internal/pki"
 	"orch/internal/rbacpolicy"
 	"orch/internal/run"
@@ -84,6 +85,7 @@ func controllers(p parsed) buildFunc {
 			{nodepassword.Name, simple(func(c controller.Context) run.Runnable { return nodepassword.New(c) })},
 			{clusterdns.Name, simple(func(c controller.Context) run.Runnable { return clusterdns.New(c) })},
 			{servicelb.Name, simple(func(c controller.Context) run.Runnable { return servicelb.New(c) })},
+			{vapstatus.Name, simple(func(c controller.Context) run.Runnable { return vapstatus.New(c) })},
 			{crd.Name, func(c controller.Context) (run.Runnable, error) {
 				if c.Config == nil {
 					return nil, fmt.Errorf("the %s controller needs its client configuration", crd.Name)
