@@ -21,6 +21,10 @@ func TestDiscovery(t *testing.T) {
 	if len(groups) < 12 {
 		t.Errorf("%d groups, want the 12 orch serves", len(groups))
 	}
+	// Upstream's aggregator lists its own group first.
+	if len(groups) < 2 || groups[0].Name != "" || groups[1].Name != "apiregistration.k8s.io" {
+		t.Errorf("groups begin %v, want core, then apiregistration.k8s.io", groups[:min(len(groups), 3)])
+	}
 	found := map[string]string{}
 	for _, list := range lists {
 		for _, r := range list.APIResources {
@@ -33,6 +37,7 @@ func TestDiscovery(t *testing.T) {
 	for name, kind := range map[string]string{
 		"v1/pods": "Pod", "v1/pods/binding": "Binding", "v1/pods/eviction": "Eviction", "v1/pods/ephemeralcontainers": "Pod", "v1/namespaces/finalize": "Namespace",
 		"apps/v1/deployments": "Deployment", "apps/v1/deployments/scale": "Scale", "apps/v1/deployments/status": "Deployment",
+		"apiregistration.k8s.io/v1/apiservices": "APIService", "apiregistration.k8s.io/v1/apiservices/status": "APIService",
 		"batch/v1/cronjobs": "CronJob", "rbac.authorization.k8s.io/v1/clusterroles": "ClusterRole", "autoscaling/v2/horizontalpodautoscalers": "HorizontalPodAutoscaler",
 	} {
 		if found[name] != kind {

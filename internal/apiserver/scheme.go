@@ -10,17 +10,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	metricsv1beta1 "k8s.io/metrics/pkg/apis/metrics/v1beta1"
 )
 
 // newScheme registers every built-in API type, apiextensions.k8s.io/v1's (CustomResourceDefinition),
-// metrics.k8s.io's, plus the meta.k8s.io types the server answers with (Table,
+// apiregistration.k8s.io/v1's (APIService), metrics.k8s.io's, plus the meta.k8s.io types the server answers with (Table,
 // PartialObjectMetadata) and discovery types.
 func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	must(clientgoscheme.AddToScheme(s))
 	must(apidiscoveryv2.AddToScheme(s))
 	must(apiextensionsv1.AddToScheme(s))
+	must(apiregistrationv1.AddToScheme(s))
 	must(metricsv1beta1.AddToScheme(s))
 	metaGV := schema.GroupVersion{Group: "meta.k8s.io", Version: "v1"}
 	s.AddKnownTypes(metaGV, &metav1.Table{}, &metav1.TableOptions{},

@@ -3,6 +3,7 @@ package all
 
 import (
 	"orch/internal/apiserver/registry"
+	"orch/internal/apiserver/registry/apiservices"
 	"orch/internal/apiserver/registry/clusterrolebindings"
 	"orch/internal/apiserver/registry/clusterroles"
 	"orch/internal/apiserver/registry/configmaps"
@@ -70,6 +71,9 @@ func Resources() []registry.Resource {
 		limitranges.Resource(),
 		podtemplates.Resource(),
 		replicationcontrollers.Resource(),
+		// Upstream's aggregator lists apiregistration.k8s.io first among the
+		// groups, ahead of every APIService's priority.
+		apiservices.Resource(),
 		deployments.Resource(),
 		replicasets.Resource(),
 		statefulsets.Resource(),

@@ -61,3 +61,18 @@ func TestGroupOrder(t *testing.T) {
 		t.Errorf("order %v, want %v", got, want)
 	}
 }
+
+// TestAggregatorGroupFirst checks that apiregistration.k8s.io comes right
+// after core/v1 and before apps, as upstream's aggregator lists it first
+// among the groups.
+func TestAggregatorGroupFirst(t *testing.T) {
+	var groups []string
+	for _, r := range Resources() {
+		if g := r.GroupVersion.String(); len(groups) == 0 || groups[len(groups)-1] != g {
+			groups = append(groups, g)
+		}
+	}
+	if len(groups) < 3 || !reflect.DeepEqual(groups[:3], []string{"v1", "apiregistration.k8s.io/v1", "apps/v1"}) {
+		t.Errorf("group versions begin %v, want v1, apiregistration.k8s.io/v1, apps/v1", groups)
+	}
+}
