@@ -43,6 +43,13 @@ func (s *Server) serveAggregated(w http.ResponseWriter, core bool) {
 			continue
 		}
 		version := apidiscoveryv2.APIVersionDiscovery{Version: g.gv.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
+		if g.remote {
+			// An extension server's, as it last answered; stale until then.
+			version.Freshness = apidiscoveryv2.DiscoveryFreshnessStale
+			if g.discovery != nil {
+				version = *g.discovery
+			}
+		}
 		for _, rs := range g.resources {
 			version.Resources = append(version.Resources, resourceDiscovery(rs))
 		}

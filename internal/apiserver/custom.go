@@ -261,12 +261,13 @@ func (c *customResources) groups() []apiGroup {
 }
 
 // apiGroups is every served group version: the built-in ones in their
-// order, then the custom ones.
+// order, then the custom ones, then those of extension servers.
 func (s *Server) apiGroups() []apiGroup {
-	custom := s.custom.groups()
-	if len(custom) == 0 {
+	custom, remote := s.custom.groups(), s.agg.remoteGroups()
+	if len(custom) == 0 && len(remote) == 0 {
 		return s.groups
 	}
+	served := map[schema.GroupVersion]bool{}
 	builtin := map[string]bool{}
 	for _, g := range s.groups {
 		builtin[g.gv.Group] = true
@@ -274,7 +275,26 @@ func (s *Server) apiGroups() []apiGroup {
 	// A CRD cannot take a built-in group's name (upstream refuses the
 	// protected groups); should one try, the built-in group wins.
 	custom = slices.DeleteFunc(custom, func(g apiGroup) bool { return builtin[g.gv.Group] })
-	return append(slices.Clip(s.groups), custom...)
+	out := append(slices.Clip(s.groups), custom...)
+	for _, g := range out {
+		served[g.gv] = true
+	}
+	gvs := make([]schema.GroupVersion, 0, len(remote))
+	for gv := range remote {
+		if !served[gv] {
+			gvs = append(gvs, gv)
+		}
+	}
+	sort.Slice(gvs, func(i, j int) bool {
+		if gvs[i].Group != gvs[j].Group {
+			return gvs[i].Group < gvs[j].Group
+		}
+		return version.CompareKubeAwareVersionStrings(gvs[i].Version, gvs[j].Version) > 0
+	})
+	for _, gv := range gvs {
+		out = append(out, apiGroup{gv: gv, remote: true, discovery: remote[gv]})
+	}
+	return out
 }
 
 // serveCustom serves a request for a custom resource of crd.

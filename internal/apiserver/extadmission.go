@@ -174,6 +174,11 @@ func (s *Server) mutateExt(ctx context.Context, req admissionRequest) error {
 			return err
 		}
 	}
+	if req.rs.res.Prune != nil && req.obj != nil {
+		// What a webhook added that a custom resource's schema does not
+		// know goes, as upstream's storage drops it.
+		req.rs.res.Prune(req.obj)
+	}
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -64,6 +65,10 @@ func newAdmissionWebhook(t *testing.T) *admissionWebhook {
 			patch := `[{"op":"add","path":"/metadata/labels","value":{"mutated":"yes"}}]`
 			if len(obj.Labels) > 0 {
 				patch = `[{"op":"add","path":"/metadata/labels/mutated","value":"yes"}]`
+			}
+			if req.Kind.Kind == "Widget" {
+				// A field the CRD's schema does not have: pruned.
+				patch = patch[:len(patch)-1] + `,{"op":"add","path":"/spec/stray","value":"x"}]`
 			}
 			pt := admissionv1.PatchTypeJSONPatch
 			resp.Patch, resp.PatchType = []byte(patch), &pt
@@ -249,6 +254,9 @@ func TestMutatingWebhook(t *testing.T) {
 	}
 	if w.GetLabels()["mutated"] != "yes" {
 		t.Errorf("widget labels = %v, want the webhook's", w.GetLabels())
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(w.Object, "spec", "stray"); found {
+		t.Errorf("widget spec = %v, want the field the schema lacks pruned", w.Object["spec"])
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
@@ -76,6 +77,11 @@ type Config struct {
 	// portforward and nodes/proxy, and for the usage metrics.k8s.io serves;
 	// nil answers the former with 501 and leaves metrics.k8s.io out.
 	KubeletClient *KubeletClientConfig
+	// Aggregation is what proxying to extension API servers needs (the
+	// front proxy's certificate and CAs, published in kube-system's
+	// extension-apiserver-authentication ConfigMap); nil proxies without a
+	// client certificate and publishes nothing.
+	Aggregation *AggregationConfig
 }
 
 // Server is the API handler. Start runs its watch caches; ServeHTTP serves.
@@ -94,6 +100,7 @@ type Server struct {
 	scraper   *metricsScraper // nil without a kubelet client
 	authz     *authorizers
 	custom    *customResources
+	agg       *aggregator
 	// ext is the admission users add (policies, webhooks), set once
 	// extReady is closed; extErr says why it is nil.
 	ext      *extAdmission
@@ -112,6 +119,10 @@ type apiGroup struct {
 	gv        schema.GroupVersion
 	resources []*resourceStore
 	virtual   []*virtualResource
+	// remote is set for a group version an extension server serves
+	// (aggregation); its discovery is nil until it has answered.
+	remote    bool
+	discovery *apidiscoveryv2.APIVersionDiscovery
 }
 
 // New builds the server over cfg.Storage.
@@ -123,6 +134,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("apiserver: a service CIDR is required")
 	}
 	s.alloc = &allocator{store: cfg.Storage, cidr: cfg.ServiceCIDR}
+	s.agg = newAggregator(s, cfg.Aggregation)
 	s.custom = newCustomResources(cfg.Storage, s.codecs, s.log, s.builtinOpenAPI, s.webhookConverter)
 	defaults := defaulter{byKind: map[schema.GroupVersionKind]func(runtime.Object){}}
 	for _, res := range cfg.Resources {
@@ -202,6 +214,20 @@ func (s *Server) Start(ctx context.Context) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); feed(ctx, crds, s.custom, make(chan struct{})) }()
 	}
+	if apiServices, ok := s.resources[apiServiceResource]; ok {
+		wg.Add(2)
+		go func() { defer wg.Done(); feed(ctx, apiServices, s.agg, make(chan struct{})) }()
+		go func() {
+			defer wg.Done()
+			if err := s.agg.runAvailability(ctx); err != nil {
+				s.log.Error("APIService availability checks stopped", "err", err)
+			}
+		}()
+		if s.cfg.Aggregation != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); s.publishAuthenticationInfo(ctx, s.cfg.Aggregation) }()
+		}
+	}
 	if err := s.startExtAdmission(ctx); err != nil {
 		s.log.Error("admission policies and webhooks cannot run: every write is refused", "err", err)
 	}
@@ -267,6 +293,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, info requestInfo, isResource bool) {
+	if svc, ok := s.agg.remoteFor(r.URL.Path); ok {
+		s.agg.proxy(w, r, svc)
+		return
+	}
 	if !isResource {
 		if !s.serveDiscovery(w, r) {
 			s.respondError(w, r, notFoundPath(), schema.GroupResource{}, "")

@@ -20,6 +20,7 @@ import (
 	"orch/internal/apiserver/authz"
 	"orch/internal/apiserver/filters"
 	"orch/internal/apiserver/registry/all"
+	"orch/internal/pki"
 	"orch/internal/rbacpolicy"
 	"orch/internal/storage"
 	"orch/internal/version"
@@ -37,6 +38,9 @@ type Server struct {
 	API *apiserver.Server
 	// ServiceAccountKey signs the server's service account tokens.
 	ServiceAccountKey *rsa.PrivateKey
+	// FrontProxy is the request-header CA and the client certificate the
+	// server presents to extension API servers (aggregation).
+	FrontProxy pki.FrontProxy
 }
 
 // Options change what Start sets up.
@@ -79,7 +83,14 @@ func StartWith(t testing.TB, opts Options) *Server {
 	_, cidr, _ := net.ParseCIDR("10.43.0.0/16")
 	log := Logger()
 	key := signingKey(t)
-	api, err := apiserver.New(apiserver.Config{Storage: store, Resources: all.Resources(), ServiceCIDR: cidr, Version: version.Info(), Log: log,
+	frontProxy, err := pki.EnsureFrontProxy(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := apiserver.New(apiserver.Config{
+		// No client certificates reach this server: the client CA it
+		// publishes is the front proxy's.
+		Aggregation: &apiserver.AggregationConfig{ClientCAPEM: frontProxy.CACertPEM, RequestHeaderCAPEM: frontProxy.CACertPEM, ProxyClient: frontProxy.Client}, Storage: store, Resources: all.Resources(), ServiceCIDR: cidr, Version: version.Info(), Log: log,
 		ServiceAccountKey: key, ExternalAddress: "127.0.0.1:6443", Now: opts.Now,
 		DisableServiceAccountAdmission: !opts.ServiceAccountAdmission, NodeRegistrationSecret: opts.NodeRegistrationSecret, KubeletClient: kubeletClient(opts.KubeletTLS)})
 	if err != nil {
@@ -105,7 +116,7 @@ func StartWith(t testing.TB, opts Options) *Server {
 		<-done
 	})
 	cfg := &rest.Config{Host: srv.URL, QPS: -1, Timeout: 30 * time.Second}
-	s := &Server{URL: srv.URL, Config: cfg, Etcd: etcd, Store: store, API: api, ServiceAccountKey: key}
+	s := &Server{URL: srv.URL, Config: cfg, Etcd: etcd, Store: store, API: api, ServiceAccountKey: key, FrontProxy: frontProxy}
 	select {
 	case <-api.AuthorizersSynced():
 	case <-time.After(30 * time.Second):

@@ -71,6 +71,10 @@ func (r *certRenewer) ensureCertificates() (*pki.Bundle, error) {
 	if _, err := pki.EnsureEtcd(r.p.etcdTLSDir(), r.p.etcdIPs()); err != nil {
 		return nil, err
 	}
+	// The apiserver loads the front proxy's certificate when it starts.
+	if _, err := pki.EnsureFrontProxy(r.p.frontProxyTLSDir()); err != nil {
+		return nil, err
+	}
 	cert, err := bundle.ServingCertificate()
 	if err != nil {
 		return nil, err

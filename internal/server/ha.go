@@ -38,6 +38,10 @@ func (c Config) startedAsOneOfSeveral() bool {
 func (c Config) memberNameFile() string { return filepath.Join(c.serverDir(), "db", "name") }
 func (c Config) etcdTLSDir() string     { return filepath.Join(c.tlsDir(), "etcd") }
 
+// frontProxyTLSDir holds the front proxy's CA and client certificate
+// (pki.EnsureFrontProxy).
+func (c Config) frontProxyTLSDir() string { return filepath.Join(c.tlsDir(), "front-proxy") }
+
 // hasEtcdData reports whether etcd was started here before.
 func (c Config) hasEtcdData() bool {
 	_, err := os.Stat(filepath.Join(c.etcdDir(), "member"))
@@ -120,7 +124,7 @@ func (p parsed) fetchSharedFiles(ctx context.Context, log *slog.Logger) (*join.S
 		return nil, errors.New("orch server: cannot join " + p.JoinServer + ": " + msg)
 	}
 	for _, name := range sharedFiles {
-		if _, ok := b.Files[name]; !ok { // a server of several has them all
+		if _, ok := b.Files[name]; !ok && !strings.HasPrefix(name, "front-proxy"+string(filepath.Separator)) { // a server of several has them all
 			return nil, fmt.Errorf("orch server: the cluster's bootstrap data lacks %s (is %s an orch server of the same version?)", name, p.JoinServer)
 		}
 	}

@@ -24,13 +24,19 @@ import (
 // It is outside /registry: the apiserver never serves it.
 const bootstrapKey = "/orch/bootstrap"
 
-// readSharedFiles reads the shared files this server has (a single
-// server has no etcd CA).
+// optionalSharedFile is true for the shared files a server may lack: a
+// single server has no etcd CA, and a server of an older version no front
+// proxy CA (a server joining it makes its own).
+func optionalSharedFile(name string) bool {
+	return strings.HasPrefix(name, "etcd"+string(filepath.Separator)) || strings.HasPrefix(name, "front-proxy"+string(filepath.Separator))
+}
+
+// readSharedFiles reads the shared files this server has.
 func readSharedFiles(tlsDir string) (map[string]string, error) {
 	files := map[string]string{}
 	for _, name := range sharedFiles {
 		data, err := os.ReadFile(filepath.Join(tlsDir, name))
-		if errors.Is(err, os.ErrNotExist) && strings.HasPrefix(name, "etcd"+string(filepath.Separator)) {
+		if errors.Is(err, os.ErrNotExist) && optionalSharedFile(name) {
 			continue
 		}
 		if err != nil {

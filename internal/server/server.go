@@ -115,8 +115,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	boot := newBootstrap(p, loopback, log.With("component", "bootstrap"))
+	frontProxy, err := pki.EnsureFrontProxy(p.frontProxyTLSDir())
+	if err != nil {
+		return err
+	}
 	api, err := apiserver.New(apiserver.Config{
-		Storage: store, Resources: all.Resources(), ServiceCIDR: p.serviceCIDR, Version: version.Info(), KubeletClient: kubeletClient,
+		Aggregation: &apiserver.AggregationConfig{ClientCAPEM: bundle.CACertPEM, RequestHeaderCAPEM: frontProxy.CACertPEM, ProxyClient: frontProxy.Client},
+		Storage:     store, Resources: all.Resources(), ServiceCIDR: p.serviceCIDR, Version: version.Info(), KubeletClient: kubeletClient,
 		Log: log.With("component", "apiserver"), ServiceAccountKey: bundle.ServiceAccountKey,
 		NodeRegistrationSecret: func(node string) (string, string) { return join.PasswordSecretNamespace, join.PasswordSecretName(node) },
 		ClusterDomain:          p.ClusterDomain, ExternalAddress: net.JoinHostPort(p.advertise.String(), strconv.Itoa(p.HTTPSPort)),

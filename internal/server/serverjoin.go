@@ -22,7 +22,8 @@ import (
 // sharedFiles are the files, relative to data-dir/server/tls, that every
 // server of a cluster has the same copy of.
 var sharedFiles = []string{pki.CACertFile, pki.CAKeyFile, pki.ServiceAccountKeyFile,
-	filepath.Join("etcd", pki.CACertFile), filepath.Join("etcd", pki.CAKeyFile)}
+	filepath.Join("etcd", pki.CACertFile), filepath.Join("etcd", pki.CAKeyFile),
+	filepath.Join("front-proxy", pki.CACertFile), filepath.Join("front-proxy", pki.CAKeyFile)}
 
 // clusterServers is what a server of a cluster with several servers
 // hands to servers that join it.
