@@ -101,8 +101,11 @@ func (a *aggregator) check(ctx context.Context, svc *apiregistrationv1.APIServic
 	case apierrors.IsNotFound(err):
 		cond.Reason, cond.Message = "ServiceNotFound", fmt.Sprintf("service/%s in %q is not present", ref.Name, ref.Namespace)
 		return cond, nil
-	case err != nil:
+	case apierrors.IsServiceUnavailable(err): // no such port, no ready endpoint
 		cond.Reason, cond.Message = "MissingEndpoints", err.Error()
+		return cond, nil
+	case err != nil: // e.g. a caBundle with no certificate
+		cond.Reason, cond.Message = "FailedDiscoveryCheck", err.Error()
 		return cond, nil
 	}
 	target.Path = "/apis/" + svc.Spec.Group + "/" + svc.Spec.Version

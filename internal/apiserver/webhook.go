@@ -104,7 +104,7 @@ func (s *Server) webhookAddress(ctx context.Context, target webhookTarget) (*url
 	}
 	hostPort, err := s.serviceEndpoint(ctx, services, target.Namespace, target.Service, strconv.Itoa(int(port)))
 	if err != nil {
-		return nil, "", fmt.Errorf("webhook service %s/%s: %w", target.Namespace, target.Service, err)
+		return nil, "", fmt.Errorf("service %s/%s: %w", target.Namespace, target.Service, err)
 	}
 	return &url.URL{Scheme: "https", Host: hostPort, Path: target.Path}, target.Service + "." + target.Namespace + ".svc", nil
 }
