@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/http"
+	"sort"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -46,6 +47,9 @@ func (s *Server) toTable(r *http.Request, rs *resourceStore, obj runtime.Object,
 		table.ResourceVersion = listMeta.GetResourceVersion()
 		table.Continue = listMeta.GetContinue()
 		table.RemainingItemCount = listMeta.GetRemainingItemCount()
+		if less := rs.res.RowsLess; less != nil {
+			sort.SliceStable(items, func(i, j int) bool { return less(items[i], items[j]) })
+		}
 	} else if accessor, err := meta.Accessor(obj); err == nil {
 		table.ResourceVersion = accessor.GetResourceVersion()
 	}

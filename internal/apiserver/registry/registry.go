@@ -80,6 +80,10 @@ type Resource struct {
 	// with Priority 1 are the ones `-o wide` adds.
 	Columns []metav1.TableColumnDefinition
 	Row     func(obj runtime.Object, now time.Time) []interface{}
+	// RowsLess, when set, orders the rows of a listed table, as upstream's
+	// printer sorts some lists (flowschemas by matching precedence);
+	// otherwise the rows follow the list.
+	RowsLess func(a, b runtime.Object) bool
 
 	// SelectableFields returns the field-selector fields beyond metadata.name and
 	// metadata.namespace (e.g. spec.nodeName for pods).

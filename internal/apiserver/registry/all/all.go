@@ -18,6 +18,7 @@ import (
 	"orch/internal/apiserver/registry/endpointslices"
 	"orch/internal/apiserver/registry/events"
 	"orch/internal/apiserver/registry/eventsk8sio"
+	"orch/internal/apiserver/registry/flowschemas"
 	"orch/internal/apiserver/registry/horizontalpodautoscalers"
 	"orch/internal/apiserver/registry/ingressclasses"
 	"orch/internal/apiserver/registry/ingresses"
@@ -36,6 +37,7 @@ import (
 	"orch/internal/apiserver/registry/pods"
 	"orch/internal/apiserver/registry/podtemplates"
 	"orch/internal/apiserver/registry/priorityclasses"
+	"orch/internal/apiserver/registry/prioritylevelconfigurations"
 	"orch/internal/apiserver/registry/replicasets"
 	"orch/internal/apiserver/registry/replicationcontrollers"
 	"orch/internal/apiserver/registry/resourcequotas"
@@ -108,5 +110,7 @@ func Resources() []registry.Resource {
 		priorityclasses.Resource(),
 		leases.Resource(),
 		endpointslices.Resource(),
+		flowschemas.Resource(),
+		prioritylevelconfigurations.Resource(),
 	}
 }

@@ -76,3 +76,19 @@ func TestAggregatorGroupFirst(t *testing.T) {
 		t.Errorf("group versions begin %v, want v1, apiregistration.k8s.io/v1, apps/v1", groups)
 	}
 }
+
+// TestFlowControlAfterDiscovery checks that flowcontrol.apiserver.k8s.io
+// (upstream's group priority 16100) comes right after discovery.k8s.io
+// (16200), its resources by name.
+func TestFlowControlAfterDiscovery(t *testing.T) {
+	var got []string
+	for _, r := range Resources() {
+		if g := r.GroupVersion.Group; g == "discovery.k8s.io" || g == "flowcontrol.apiserver.k8s.io" {
+			got = append(got, r.GroupVersion.String()+"/"+r.Resource)
+		}
+	}
+	want := []string{"discovery.k8s.io/v1/endpointslices", "flowcontrol.apiserver.k8s.io/v1/flowschemas", "flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+}
