@@ -27,7 +27,8 @@ import (
 )
 
 // extensionServer is an aggregated API server for wardle.example.com/v1alpha1
-// (flunders): it takes only clients with a certificate of the front proxy
+// (flunders), and as a metrics-server would for metrics.k8s.io/v1beta1
+// (one node, "from-the-extension-server"): it takes only clients with a certificate of the front proxy
 // CA, as upstream's request-header authentication does, and answers a list
 // of flunders with the user the headers name.
 func extensionServer(t *testing.T, frontProxy pki.FrontProxy) (srv *httptest.Server, caBundle []byte) {
@@ -60,6 +61,13 @@ func extensionServer(t *testing.T, frontProxy pki.FrontProxy) (srv *httptest.Ser
 				GroupVersion: "wardle.example.com/v1alpha1", APIResources: []metav1.APIResource{
 					{Name: "flunders", SingularName: "flunder", Namespaced: true, Kind: "Flunder", Verbs: metav1.Verbs{"get", "list", "create"}},
 					{Name: "flunders/status", Namespaced: true, Kind: "Flunder", Verbs: metav1.Verbs{"get", "update"}}}})
+		case "/apis/metrics.k8s.io/v1beta1":
+			json.NewEncoder(w).Encode(&metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
+				GroupVersion: "metrics.k8s.io/v1beta1", APIResources: []metav1.APIResource{
+					{Name: "nodes", SingularName: "", Kind: "NodeMetrics", Verbs: metav1.Verbs{"get", "list"}}}})
+		case "/apis/metrics.k8s.io/v1beta1/nodes":
+			json.NewEncoder(w).Encode(map[string]any{"apiVersion": "metrics.k8s.io/v1beta1", "kind": "NodeMetricsList",
+				"metadata": map[string]any{}, "items": []any{map[string]any{"metadata": map[string]any{"name": "from-the-extension-server"}}}})
 		case "/apis/wardle.example.com/v1alpha1/namespaces/team/flunders":
 			fmtUser := r.Header.Get("X-Remote-User") + "|" + strings.Join(r.Header.Values("X-Remote-Group"), ",")
 			json.NewEncoder(w).Encode(map[string]any{"apiVersion": "wardle.example.com/v1alpha1", "kind": "FlunderList",

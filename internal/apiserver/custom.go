@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -48,6 +49,9 @@ type customResources struct {
 	// merged in as of docsAt changes, made again on request when stale.
 	changes, docsAt int
 	docs            *openapi.Documents
+	// changed is signalled (without blocking) when the served custom
+	// group versions may have changed.
+	changed chan struct{}
 }
 
 // servedCRD is what one CRD serves.
@@ -63,7 +67,8 @@ type servedCRD struct {
 func newCustomResources(store storage.Interface, c *codecs, log *slog.Logger, builtin func() (*openapi.Documents, error),
 	webhooks func(*apiextensionsv1.CustomResourceDefinition) converter) *customResources {
 	return &customResources{store: store, codec: c, log: log, builtin: builtin, webhooks: webhooks,
-		byName: map[string]*servedCRD{}, byGVR: map[schema.GroupVersionResource]*resourceStore{}}
+		byName: map[string]*servedCRD{}, byGVR: map[schema.GroupVersionResource]*resourceStore{},
+		changed: make(chan struct{}, 1)}
 }
 
 // start lets the stores' watch caches run under ctx; CRDs seen before it
@@ -121,7 +126,7 @@ func (c *customResources) Update(obj any) {
 		sc.stores = append(sc.stores, rs)
 	}
 	c.removeLocked(crd.Name)
-	c.changes++
+	c.changedLocked()
 	c.byName[crd.Name] = sc
 	for _, rs := range sc.stores {
 		c.byGVR[rs.gvk.GroupVersion().WithResource(rs.res.Resource)] = rs
@@ -140,9 +145,18 @@ func (c *customResources) remove(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.byName[name]; ok {
-		c.changes++
+		c.changedLocked()
 	}
 	c.removeLocked(name)
+}
+
+// changedLocked counts a change of what is served and signals it.
+func (c *customResources) changedLocked() {
+	c.changes++
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
 }
 
 // openAPI is builtin with the served CRDs merged in, as of the last CRD
@@ -263,28 +277,20 @@ func (c *customResources) groups() []apiGroup {
 // apiGroups is every served group version: the built-in ones in their
 // order, then the custom ones, then those of extension servers.
 func (s *Server) apiGroups() []apiGroup {
-	custom, remote := s.custom.groups(), s.agg.remoteGroups()
+	custom, remote := s.customGroups(), s.agg.remoteGroups()
 	if len(custom) == 0 && len(remote) == 0 {
 		return s.groups
 	}
-	served := map[schema.GroupVersion]bool{}
-	builtin := map[string]bool{}
-	for _, g := range s.groups {
-		builtin[g.gv.Group] = true
-	}
-	// A CRD cannot take a built-in group's name (upstream refuses the
-	// protected groups); should one try, the built-in group wins.
-	custom = slices.DeleteFunc(custom, func(g apiGroup) bool { return builtin[g.gv.Group] })
-	out := append(slices.Clip(s.groups), custom...)
-	for _, g := range out {
-		served[g.gv] = true
-	}
-	gvs := make([]schema.GroupVersion, 0, len(remote))
-	for gv := range remote {
-		if !served[gv] {
-			gvs = append(gvs, gv)
+	// A group version an APIService hands to an extension server is
+	// served there, even one the server or a CRD would serve itself (a
+	// metrics-server taking over metrics.k8s.io).
+	out := make([]apiGroup, 0, len(s.groups)+len(custom)+len(remote))
+	for _, g := range append(slices.Clip(s.groups), custom...) {
+		if _, ok := remote[g.gv]; !ok {
+			out = append(out, g)
 		}
 	}
+	gvs := slices.Collect(maps.Keys(remote))
 	sort.Slice(gvs, func(i, j int) bool {
 		if gvs[i].Group != gvs[j].Group {
 			return gvs[i].Group < gvs[j].Group
@@ -295,6 +301,21 @@ func (s *Server) apiGroups() []apiGroup {
 		out = append(out, apiGroup{gv: gv, remote: true, discovery: remote[gv]})
 	}
 	return out
+}
+
+// customGroups are the served custom group versions but those of a
+// built-in group: a CRD cannot take a built-in group's name (upstream
+// refuses the protected groups); should one try, the built-in group wins.
+func (s *Server) customGroups() []apiGroup {
+	custom := s.custom.groups()
+	if len(custom) == 0 {
+		return nil
+	}
+	builtin := map[string]bool{}
+	for _, g := range s.groups {
+		builtin[g.gv.Group] = true
+	}
+	return slices.DeleteFunc(custom, func(g apiGroup) bool { return builtin[g.gv.Group] })
 }
 
 // serveCustom serves a request for a custom resource of crd.

@@ -20,6 +20,11 @@ import (
 	"sync"
 	"time"
 
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"orch/internal/apiserver/apfbootstrap"
+
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -190,6 +195,11 @@ func (s *Server) AuthorizersSynced() <-chan struct{} { return s.authzSynced }
 // (events in core and events.k8s.io): the non-core one gets its own prefix.
 func storedApart(res registry.Resource) bool { return res.Resource == "events" }
 
+// apfBootstrapInterval is how often the API priority and fairness
+// bootstrap configuration is checked again (upstream's producer also
+// re-checks periodically).
+const apfBootstrapInterval = time.Minute
+
 // Start runs the watch caches, and the authorizers' feeds from them, until
 // ctx ends.
 func (s *Server) Start(ctx context.Context) error {
@@ -215,7 +225,7 @@ func (s *Server) Start(ctx context.Context) error {
 		go func() { defer wg.Done(); feed(ctx, crds, s.custom, make(chan struct{})) }()
 	}
 	if apiServices, ok := s.resources[apiServiceResource]; ok {
-		wg.Add(2)
+		wg.Add(3)
 		go func() { defer wg.Done(); feed(ctx, apiServices, s.agg, make(chan struct{})) }()
 		go func() {
 			defer wg.Done()
@@ -223,9 +233,23 @@ func (s *Server) Start(ctx context.Context) error {
 				s.log.Error("APIService availability checks stopped", "err", err)
 			}
 		}()
+		go func() {
+			defer wg.Done()
+			if err := s.runAutoRegister(ctx); err != nil {
+				s.log.Error("the APIServices of the served group versions are not kept", "err", err)
+			}
+		}()
 		if s.cfg.Aggregation != nil {
 			wg.Add(1)
 			go func() { defer wg.Done(); s.publishAuthenticationInfo(ctx, s.cfg.Aggregation) }()
+		}
+	}
+	if s.serves(flowcontrolv1.SchemeGroupVersion) {
+		if client, err := kubernetes.NewForConfig(s.loopbackConfig()); err != nil {
+			s.log.Error("the API priority and fairness configuration is not kept", "err", err)
+		} else {
+			wg.Add(1)
+			go func() { defer wg.Done(); apfbootstrap.Run(ctx, client, apfBootstrapInterval, s.log) }()
 		}
 	}
 	if err := s.startExtAdmission(ctx); err != nil {
