@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
 
 	"orch/internal/storage"
 )
@@ -41,10 +42,17 @@ const (
 
 // evict is pods/eviction.
 func (s *Server) evict(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore) {
-	opts, err := s.readEviction(r, info)
+	eviction, opts, err := s.readEviction(r, info)
+	if err == nil {
+		// Admission extensions see the Eviction; the pod's update and
+		// delete that carry it out are the server's, as upstream's.
+		err = s.admitExt(r.Context(), admissionRequest{rs: rs, kind: eviction.GroupVersionKind(), op: admission.Create,
+			subresource: "eviction", obj: eviction, namespace: info.Namespace, name: info.Name, dryRun: len(opts.DryRun) > 0,
+			options: &metav1.CreateOptions{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "CreateOptions"}, DryRun: opts.DryRun}})
+	}
 	if err == nil {
 		var failure *metav1.Status
-		if failure, err = s.evictPod(r.Context(), rs, info, opts); failure != nil {
+		if failure, err = s.evictPod(withExtAdmitted(r.Context()), rs, info, opts); failure != nil {
 			s.respond(w, r, int(failure.Code), failure)
 			return
 		}
@@ -56,23 +64,24 @@ func (s *Server) evict(w http.ResponseWriter, r *http.Request, info requestInfo,
 	s.respond(w, r, http.StatusCreated, &metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated})
 }
 
-// readEviction decodes the Eviction and returns its DeleteOptions with the
-// request's dryRun merged in (they must agree when both are given).
-func (s *Server) readEviction(r *http.Request, info requestInfo) (metav1.DeleteOptions, error) {
+// readEviction decodes the Eviction (typed) and returns it with its
+// DeleteOptions, the request's dryRun merged in (they must agree when both are given).
+func (s *Server) readEviction(r *http.Request, info requestInfo) (*policyv1.Eviction, metav1.DeleteOptions, error) {
 	wr, err := parseWriteRequest(r)
 	if err != nil {
-		return metav1.DeleteOptions{}, err
+		return nil, metav1.DeleteOptions{}, err
 	}
 	data, err := readBody(r)
 	if err != nil {
-		return metav1.DeleteOptions{}, err
+		return nil, metav1.DeleteOptions{}, err
 	}
 	eviction := &policyv1.Eviction{}
 	if err := s.decodeInto(r, data, eviction); err != nil {
-		return metav1.DeleteOptions{}, err
+		return nil, metav1.DeleteOptions{}, err
 	}
+	eviction.SetGroupVersionKind(policyv1.SchemeGroupVersion.WithKind("Eviction"))
 	if eviction.Name != info.Name {
-		return metav1.DeleteOptions{}, badRequest("name in URL does not match name in Eviction object")
+		return nil, metav1.DeleteOptions{}, badRequest("name in URL does not match name in Eviction object")
 	}
 	var queryDryRun []string
 	if wr.dryRun {
@@ -86,14 +95,14 @@ func (s *Server) readEviction(r *http.Request, info requestInfo) (metav1.DeleteO
 	case len(opts.DryRun) == 0:
 		opts.DryRun = queryDryRun
 	case len(queryDryRun) > 0 && !reflect.DeepEqual(queryDryRun, opts.DryRun):
-		return opts, fmt.Errorf("Non-matching dry-run options in request and content: %v and %v", queryDryRun, opts.DryRun)
+		return nil, opts, fmt.Errorf("Non-matching dry-run options in request and content: %v and %v", queryDryRun, opts.DryRun)
 	}
 	for _, d := range opts.DryRun {
 		if d != metav1.DryRunAll {
-			return opts, badRequest("dryRun must be %q, not %q", metav1.DryRunAll, d)
+			return nil, opts, badRequest("dryRun must be %q, not %q", metav1.DryRunAll, d)
 		}
 	}
-	return opts, nil
+	return eviction, opts, nil
 }
 
 // evictPod runs the eviction. A non-nil Status is upstream's 500 answer

@@ -158,9 +158,27 @@ func (s *Server) attributes(ctx context.Context, req admissionRequest) admission
 		req.op, req.options, req.dryRun, info)
 }
 
+// extAdmittedKey marks the context of a write the server makes on behalf
+// of a subresource whose own request admission extensions have seen (an
+// eviction's delete, the pod update of a binding or of a scale), which
+// upstream's storage makes without calling them again.
+type extAdmittedKey struct{}
+
+func withExtAdmitted(ctx context.Context) context.Context {
+	return context.WithValue(ctx, extAdmittedKey{}, true)
+}
+
+func extAdmitted(ctx context.Context) bool {
+	done, _ := ctx.Value(extAdmittedKey{}).(bool)
+	return done
+}
+
 // mutateExt runs the mutating admission policies and webhooks on req.obj,
 // which they may change in place.
 func (s *Server) mutateExt(ctx context.Context, req admissionRequest) error {
+	if extAdmitted(ctx) {
+		return nil
+	}
 	ext, err := s.waitExtAdmission(ctx)
 	if err != nil {
 		return err
@@ -174,7 +192,7 @@ func (s *Server) mutateExt(ctx context.Context, req admissionRequest) error {
 			return err
 		}
 	}
-	if req.rs.res.Prune != nil && req.obj != nil {
+	if req.rs.res.Prune != nil && req.obj != nil && req.kind.Empty() {
 		// What a webhook added that a custom resource's schema does not
 		// know goes, as upstream's storage drops it.
 		req.rs.res.Prune(req.obj)
@@ -184,6 +202,9 @@ func (s *Server) mutateExt(ctx context.Context, req admissionRequest) error {
 
 // validateExt runs the validating admission policies and webhooks.
 func (s *Server) validateExt(ctx context.Context, req admissionRequest) error {
+	if extAdmitted(ctx) {
+		return nil
+	}
 	ext, err := s.waitExtAdmission(ctx)
 	if err != nil {
 		return err
@@ -198,6 +219,15 @@ func (s *Server) validateExt(ctx context.Context, req admissionRequest) error {
 		}
 	}
 	return nil
+}
+
+// admitExt runs both chains on req: what a subresource that takes another
+// kind (a Binding, an Eviction, a Scale) asks is admitted as itself.
+func (s *Server) admitExt(ctx context.Context, req admissionRequest) error {
+	if err := s.mutateExt(ctx, req); err != nil {
+		return err
+	}
+	return s.validateExt(ctx, req)
 }
 
 // createOptions, updateOptions and deleteOptions are the options a

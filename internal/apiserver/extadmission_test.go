@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -81,9 +83,14 @@ func newAdmissionWebhook(t *testing.T) *admissionWebhook {
 }
 
 func (h *admissionWebhook) clientConfig(path string) admissionregistrationv1.WebhookClientConfig {
-	url := h.URL + path
+	return webhookClientConfig(h.Server, path)
+}
+
+// webhookClientConfig calls srv at path, trusting its certificate.
+func webhookClientConfig(srv *httptest.Server, path string) admissionregistrationv1.WebhookClientConfig {
+	url := srv.URL + path
 	return admissionregistrationv1.WebhookClientConfig{URL: &url,
-		CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: h.Certificate().Raw})}
+		CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})}
 }
 
 // configMapRules match every write of ConfigMaps.
@@ -383,4 +390,131 @@ func withWarnings(c *rest.Config, w *warningRecorder) *rest.Config {
 	c = rest.CopyConfig(c)
 	c.WarningHandler = w
 	return c
+}
+
+// recordingWebhook serves AdmissionReview v1: it records each request as
+// "OPERATION resource[/subresource] Kind name", allows it, and at /mutate
+// sets a Scale's spec.replicas to 3.
+type recordingWebhook struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []string
+}
+
+func newRecordingWebhook(t *testing.T) *recordingWebhook {
+	h := &recordingWebhook{}
+	h.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var review admissionv1.AdmissionReview
+		if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		req := review.Request
+		resource := req.Resource.Resource
+		if req.SubResource != "" {
+			resource += "/" + req.SubResource
+		}
+		resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+		if r.URL.Path == "/mutate" && req.Kind.Kind == "Scale" {
+			pt := admissionv1.PatchTypeJSONPatch
+			resp.Patch, resp.PatchType = []byte(`[{"op":"replace","path":"/spec/replicas","value":3}]`), &pt
+		} else {
+			h.mu.Lock()
+			h.seen = append(h.seen, fmt.Sprintf("%s %s %s %s", req.Operation, resource, req.Kind.Kind, req.Name))
+			h.mu.Unlock()
+		}
+		review.Response, review.Request = resp, nil
+		json.NewEncoder(w).Encode(&review)
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+// take returns what was recorded since the last call.
+func (h *recordingWebhook) take() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	seen := h.seen
+	h.seen = nil
+	return seen
+}
+
+// TestWebhookSubresources: subresources that take another kind are
+// admitted as that kind (a Scale, a Binding, an Eviction), and the writes
+// the server makes to carry them out are not shown to webhooks again, as
+// upstream.
+func TestWebhookSubresources(t *testing.T) {
+	_, client := newClient(t, "team")
+	ctx := testContext(t)
+	hook := newRecordingWebhook(t)
+	none := admissionregistrationv1.SideEffectClassNone
+	rules := func(group string, resources ...string) []admissionregistrationv1.RuleWithOperations {
+		return []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: resources},
+		}}
+	}
+	envtest.Create(t, client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create, &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "record"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name: "apps.orch.test", ClientConfig: webhookClientConfig(hook.Server, "/validate"), SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+			Rules: rules("apps", "deployments", "deployments/scale"),
+		}, {
+			Name: "pods.orch.test", ClientConfig: webhookClientConfig(hook.Server, "/validate"), SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+			Rules: rules("", "pods", "pods/binding", "pods/eviction", "pods/status"),
+		}}})
+	envtest.Create(t, client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create, &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "three"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name: "three.orch.test", ClientConfig: webhookClientConfig(hook.Server, "/mutate"), SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+			Rules: rules("apps", "deployments/scale"),
+		}}})
+	labels := map[string]string{"app": "web"}
+	deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-"}, Spec: appsv1.DeploymentSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}}}
+	envtest.Eventually(t, "the webhooks to be called", func() (bool, error) {
+		if _, err := client.AppsV1().Deployments("team").Create(ctx, deployment.DeepCopy(), metav1.CreateOptions{}); err != nil {
+			return false, err
+		}
+		return len(hook.take()) > 0, nil
+	})
+
+	deployment.Name, deployment.GenerateName = "web", ""
+	envtest.Create(t, client.AppsV1().Deployments("team").Create, deployment)
+	hook.take()
+	scale, err := client.AppsV1().Deployments("team").GetScale(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale.Spec.Replicas = 5
+	if scale, err = client.AppsV1().Deployments("team").UpdateScale(ctx, "web", scale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if scale.Spec.Replicas != 3 {
+		t.Errorf("scaled to %d, want the mutating webhook's 3", scale.Spec.Replicas)
+	}
+	if got, want := hook.take(), []string{"UPDATE deployments/scale Scale web"}; !slices.Equal(got, want) {
+		t.Errorf("a scale was admitted as %q, want %q", got, want)
+	}
+
+	pod := envtest.Create(t, client.CoreV1().Pods("team").Create, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}})
+	hook.take()
+	err = client.CoreV1().Pods("team").Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name},
+		Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := hook.take(), []string{"CREATE pods/binding Binding p"}; !slices.Equal(got, want) {
+		t.Errorf("a binding was admitted as %q, want %q", got, want)
+	}
+	err = client.PolicyV1().Evictions("team").Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: "team"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := hook.take(), []string{"CREATE pods/eviction Eviction p"}; !slices.Equal(got, want) {
+		t.Errorf("an eviction was admitted as %q, want %q", got, want)
+	}
 }

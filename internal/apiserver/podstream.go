@@ -104,10 +104,7 @@ func (s *Server) admitConnect(r *http.Request, info requestInfo, rs *resourceSto
 	opts.GetObjectKind().SetGroupVersionKind(kind)
 	adm := admissionRequest{rs: rs, kind: kind, op: admission.Connect, subresource: info.Subresource, obj: opts,
 		namespace: info.Namespace, name: info.Name}
-	if err := s.mutateExt(r.Context(), adm); err != nil {
-		return err
-	}
-	return s.validateExt(r.Context(), adm)
+	return s.admitExt(r.Context(), adm)
 }
 
 func (s *Server) getPod(r *http.Request, info requestInfo, rs *resourceStore) (*corev1.Pod, error) {

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/admission"
 
 	"orch/internal/apiserver/registry"
 )
@@ -107,17 +108,24 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, info request
 			return nil, err
 		}
 		scale := desired.(*autoscalingv1.Scale)
-		if scale.Spec.Replicas < 0 {
-			return nil, unprocessable("spec.replicas: Invalid value: %d: must be greater than or equal to 0", scale.Spec.Replicas)
-		}
 		if scale.ResourceVersion != "" && scale.ResourceVersion != current.ResourceVersion {
 			return nil, apierrors.NewConflict(rs.gr, info.Name, errors.New(conflictMessage))
+		}
+		// Admission extensions see the Scale, not the object it changes.
+		scale.SetGroupVersionKind(scaleStore.gvk)
+		err = s.admitExt(ctx, admissionRequest{rs: rs, kind: scaleStore.gvk, op: admission.Update, subresource: "scale",
+			obj: scale, old: current, namespace: info.Namespace, name: info.Name, dryRun: wr.dryRun, options: updateOptions(wr)})
+		if err != nil {
+			return nil, err
+		}
+		if scale.Spec.Replicas < 0 {
+			return nil, unprocessable("spec.replicas: Invalid value: %d: must be greater than or equal to 0", scale.Spec.Replicas)
 		}
 		obj := old.DeepCopyObject()
 		rs.res.Scale.SetSpecReplicas(obj, scale.Spec.Replicas)
 		return obj, nil
 	}
-	result, err := s.retryUpdate(ctx, rs, info, true, mutate, "", wr)
+	result, err := s.retryUpdate(withExtAdmitted(ctx), rs, info, true, mutate, "", wr)
 	if err != nil {
 		s.respondError(w, r, err, rs.gr, info.Name)
 		return
@@ -153,7 +161,22 @@ func (s *Server) bind(w http.ResponseWriter, r *http.Request, info requestInfo, 
 		s.respondError(w, r, unprocessable("target: a binding needs a Node target with a name"), rs.gr, info.Name)
 		return
 	}
-	wr := writeRequest{manager: managerFromUserAgent(r.UserAgent())}
+	wr, err := parseWriteRequest(r)
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	binding.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Binding"))
+	err = s.admitExt(r.Context(), admissionRequest{rs: rs, kind: binding.GroupVersionKind(), op: admission.Create, subresource: "binding",
+		obj: binding, namespace: info.Namespace, name: info.Name, dryRun: wr.dryRun, options: createOptions(wr)})
+	if err != nil {
+		s.respondError(w, r, err, rs.gr, info.Name)
+		return
+	}
+	if wr.dryRun {
+		s.respond(w, r, http.StatusCreated, &metav1.Status{Status: metav1.StatusSuccess, Code: http.StatusCreated})
+		return
+	}
 	_, err = s.retryUpdate(r.Context(), rs, info, binding.ResourceVersion == "", func(old runtime.Object) (runtime.Object, error) {
 		pod := old.DeepCopyObject().(*corev1.Pod)
 		if pod.DeletionTimestamp != nil {

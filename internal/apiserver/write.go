@@ -298,12 +298,12 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 	if rs.res.Default != nil {
 		rs.res.Default(obj)
 	}
-	// Subresources other than status carry other kinds (Scale, Binding)
-	// upstream; orch does not show those to admission extensions yet.
-	extAdmitted := subresource == "" || subresource == "status"
+	// Other subresources (and internal updates) are admitted as what their
+	// requests carry, by their handlers.
+	runExt := subresource == "" || subresource == "status"
 	adm := admissionRequest{rs: rs, op: admission.Update, subresource: subresource, obj: obj, old: old,
 		namespace: accessor.GetNamespace(), name: accessor.GetName(), dryRun: wr.dryRun, options: updateOptions(wr)}
-	if extAdmitted {
+	if runExt {
 		if err := s.mutateExt(ctx, adm); err != nil {
 			return nil, err
 		}
@@ -332,7 +332,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 	}
 	accessor = mustAccessor(managed)
 	accessor.SetResourceVersion(oldAccessor.GetResourceVersion())
-	if extAdmitted {
+	if runExt {
 		adm.obj = managed
 		if err := s.validateExt(ctx, adm); err != nil {
 			return nil, err
