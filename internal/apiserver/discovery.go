@@ -9,6 +9,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/discovery"
 )
 
 var allVerbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
@@ -88,7 +89,7 @@ func resourceList(g apiGroup) *metav1.APIResourceList {
 		res := rs.res
 		list.APIResources = append(list.APIResources, metav1.APIResource{
 			Name: res.Resource, SingularName: res.SingularName, Namespaced: res.Namespaced, Kind: res.Kind,
-			Verbs: allVerbs, ShortNames: res.ShortNames, Categories: res.Categories,
+			Verbs: allVerbs, ShortNames: res.ShortNames, Categories: res.Categories, StorageVersionHash: storageVersionHash(rs),
 		})
 		for _, sub := range subresourcesOf(rs) {
 			ar := metav1.APIResource{Name: res.Resource + "/" + sub.name, Namespaced: res.Namespaced, Kind: sub.gvk.Kind, Verbs: sub.verbs}
@@ -106,6 +107,17 @@ func resourceList(g apiGroup) *metav1.APIResourceList {
 		return strings.Split(list.APIResources[i].Name, "/")[0] < strings.Split(list.APIResources[j].Name, "/")[0]
 	})
 	return list
+}
+
+// storageVersionHash is upstream's hash of the group, version and kind
+// rs's objects are stored at: a client sees it change when a storage
+// migration is due.
+func storageVersionHash(rs *resourceStore) string {
+	gv := rs.gvk.GroupVersion()
+	if rs.custom != nil {
+		gv = rs.custom.storage
+	}
+	return discovery.StorageVersionHash(gv.Group, gv.Version, rs.gvk.Kind)
 }
 
 // subresource is one subresource a resource serves.

@@ -44,6 +44,24 @@ func TestDiscovery(t *testing.T) {
 			t.Errorf("discovery has %s as %q, want %q", name, found[name], kind)
 		}
 	}
+	// Upstream's hashes of the storage group, version and kind (as a real
+	// cluster shows them); subresources have none.
+	// (Aggregated discovery has no hashes: read /api/v1 and /apis/apps/v1.)
+	hashes := map[string]string{}
+	for _, gv := range []string{"v1", "apps/v1"} {
+		list, err := client.ServerResourcesForGroupVersion(gv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range list.APIResources {
+			hashes[gv+"/"+r.Name] = r.StorageVersionHash
+		}
+	}
+	for name, hash := range map[string]string{"v1/configmaps": "qFsyl6wFWjQ=", "apps/v1/deployments": "8aSe+NMegvE=", "apps/v1/deployments/scale": ""} {
+		if hashes[name] != hash {
+			t.Errorf("storage version hash of %s = %q, want %q", name, hashes[name], hash)
+		}
+	}
 	for _, c := range []struct{ accept, contentType string }{
 		{"application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"},
 		{"application/json", "application/json"},
