@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,16 +35,13 @@ const grpcHealthRef = "orch.test/grpchealth:1"
 // following its ConfigMap, tcpSocket and grpc probes, and kubectl attach.
 func TestPodSpec(t *testing.T) {
 	// The gRPC health server is built while the server starts.
-	built := make(chan grpcBuild, 1)
+	built := make(chan testProgram, 1)
 	binDir := t.TempDir()
-	go func() { built <- buildGRPCHealth(binDir) }()
+	go func() { built <- buildTestProgram(binDir, "grpchealth") }()
 	s := StartServerWithAgent(t)
 	client := s.client(t)
 	node := waitNodeReady(t, client, "e2e-server")
-	grpcImage := <-built
-	if grpcImage.err == nil {
-		grpcImage.err = writeGRPCHealthImage(grpcImage.bin, filepath.Join(s.Dir, "agent", "images", "grpchealth.tar"))
-	}
+	grpcImageErr := writeProgramImage(<-built, grpcHealthRef, filepath.Join(s.Dir, "agent", "images", "grpchealth.tar"))
 	t.Run("securityContext", func(t *testing.T) { testSecurityContext(t, s, client) })
 	t.Run("hostNetwork", func(t *testing.T) { testHostNetwork(t, s, client, node) })
 	t.Run("hostPort", func(t *testing.T) { testHostPort(t, s, client, node) })
@@ -53,7 +49,7 @@ func TestPodSpec(t *testing.T) {
 	t.Run("cgroupLimits", func(t *testing.T) { testCgroupLimits(t, s, client) })
 	t.Run("pvcVolume", func(t *testing.T) { testPVCVolume(t, s, client) })
 	t.Run("configMapUpdate", func(t *testing.T) { testConfigMapUpdate(t, s, client) })
-	t.Run("tcpAndGRPCProbes", func(t *testing.T) { testTCPAndGRPCProbes(t, s, client, grpcImage.err) })
+	t.Run("tcpAndGRPCProbes", func(t *testing.T) { testTCPAndGRPCProbes(t, s, client, grpcImageErr) })
 	t.Run("attach", func(t *testing.T) { testAttach(t, s, client) })
 }
 
@@ -581,57 +577,6 @@ spec:
 		t.Errorf("container sick (its grpc probe's service is NOT_SERVING) is ready")
 	}
 	s.Kubectl(t, "delete", "pod", "grpcprobe", "--wait=false")
-}
-
-// grpcBuild is the gRPC health server binary, or why it is missing.
-type grpcBuild struct {
-	bin string
-	err error
-}
-
-// buildGRPCHealth builds internal/e2e/testdata/grpchealth, static, into
-// dir (offline: its modules are orch's).
-func buildGRPCHealth(dir string) grpcBuild {
-	root, err := repoRoot()
-	if err != nil {
-		return grpcBuild{err: err}
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	bin := filepath.Join(dir, "grpchealth")
-	cmd := exec.Command(goBin, "build", "-o", bin, "./internal/e2e/testdata/grpchealth")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return grpcBuild{err: fmt.Errorf("go build ./internal/e2e/testdata/grpchealth: %v\n%s", err, out)}
-	}
-	return grpcBuild{bin: bin}
-}
-
-// writeGRPCHealthImage writes grpcHealthRef, the binary bin as its
-// entrypoint, to the archive path, through a rename (the agent imports
-// the images of its directory when they appear).
-func writeGRPCHealthImage(bin, path string) error {
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".grpchealth-*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if err := images.Write(f, grpcHealthRef, []images.File{{Path: "/grpchealth", Mode: 0o755, Data: data}},
-		images.Config{Arch: runtime.GOARCH, Entrypoint: []string{"/grpchealth"}}); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }
 
 // testAttach: kubectl attach -i to a container running sh with stdin
