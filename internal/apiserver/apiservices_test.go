@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"orch/internal/envtest"
-
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +15,8 @@ import (
 	apiregistrationv1apply "k8s.io/kube-aggregator/pkg/client/applyconfiguration/apiregistration/v1"
 	"k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	"k8s.io/utils/ptr"
+
+	"orch/internal/envtest"
 )
 
 // TestAPIServices drives apiregistration.k8s.io/v1 apiservices through the

@@ -20,17 +20,15 @@ import (
 	"sync"
 	"time"
 
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
-	"k8s.io/client-go/kubernetes"
-
-	"orch/internal/apiserver/apfbootstrap"
-
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/client-go/kubernetes"
 
+	"orch/internal/apiserver/apfbootstrap"
 	"orch/internal/apiserver/authz"
 	"orch/internal/apiserver/filters"
 	"orch/internal/apiserver/registry"

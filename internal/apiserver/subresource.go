@@ -111,15 +111,19 @@ func (s *Server) serveScale(w http.ResponseWriter, r *http.Request, info request
 		if scale.ResourceVersion != "" && scale.ResourceVersion != current.ResourceVersion {
 			return nil, apierrors.NewConflict(rs.gr, info.Name, errors.New(conflictMessage))
 		}
-		// Admission extensions see the Scale, not the object it changes.
+		// Admission extensions see the Scale, not the object it changes,
+		// in upstream's order: mutation, validation, validating admission.
 		scale.SetGroupVersionKind(scaleStore.gvk)
-		err = s.admitExt(ctx, admissionRequest{rs: rs, kind: scaleStore.gvk, op: admission.Update, subresource: "scale",
-			obj: scale, old: current, namespace: info.Namespace, name: info.Name, dryRun: wr.dryRun, options: updateOptions(wr)})
-		if err != nil {
+		adm := admissionRequest{rs: rs, kind: scaleStore.gvk, op: admission.Update, subresource: "scale",
+			obj: scale, old: current, namespace: info.Namespace, name: info.Name, dryRun: wr.dryRun, options: updateOptions(wr)}
+		if err := s.mutateExt(ctx, adm); err != nil {
 			return nil, err
 		}
 		if scale.Spec.Replicas < 0 {
 			return nil, unprocessable("spec.replicas: Invalid value: %d: must be greater than or equal to 0", scale.Spec.Replicas)
+		}
+		if err := s.validateExt(ctx, adm); err != nil {
+			return nil, err
 		}
 		obj := old.DeepCopyObject()
 		rs.res.Scale.SetSpecReplicas(obj, scale.Spec.Replicas)

@@ -48,16 +48,29 @@ const fieldManager = "api-priority-and-fairness-config-producer-v1"
 // changes nothing.
 func Ensure(ctx context.Context, client kubernetes.Interface) error {
 	levels, schemas := levelKind(client), schemaKind(client)
+	// What exists is read once: the steps touch disjoint names.
+	haveLevels, err := levels.list(ctx)
+	if err != nil {
+		return fmt.Errorf("cannot list the %ss: %w", levels.name, err)
+	}
+	haveSchemas, err := schemas.list(ctx)
+	if err != nil {
+		return fmt.Errorf("cannot list the %ss: %w", schemas.name, err)
+	}
 	steps := []func() error{
-		func() error { return ensureAll(ctx, levels, bootstrap.SuggestedPriorityLevelConfigurations, false) },
-		func() error { return ensureAll(ctx, schemas, bootstrap.SuggestedFlowSchemas, false) },
-		func() error { return ensureAll(ctx, levels, bootstrap.MandatoryPriorityLevelConfigurations, true) },
-		func() error { return ensureAll(ctx, schemas, bootstrap.MandatoryFlowSchemas, true) },
 		func() error {
-			return removeUnwanted(ctx, schemas, bootstrap.MandatoryFlowSchemas, bootstrap.SuggestedFlowSchemas)
+			return ensureAll(ctx, levels, haveLevels, bootstrap.SuggestedPriorityLevelConfigurations, false)
+		},
+		func() error { return ensureAll(ctx, schemas, haveSchemas, bootstrap.SuggestedFlowSchemas, false) },
+		func() error {
+			return ensureAll(ctx, levels, haveLevels, bootstrap.MandatoryPriorityLevelConfigurations, true)
+		},
+		func() error { return ensureAll(ctx, schemas, haveSchemas, bootstrap.MandatoryFlowSchemas, true) },
+		func() error {
+			return removeUnwanted(ctx, schemas, haveSchemas, bootstrap.MandatoryFlowSchemas, bootstrap.SuggestedFlowSchemas)
 		},
 		func() error {
-			return removeUnwanted(ctx, levels, bootstrap.MandatoryPriorityLevelConfigurations, bootstrap.SuggestedPriorityLevelConfigurations)
+			return removeUnwanted(ctx, levels, haveLevels, bootstrap.MandatoryPriorityLevelConfigurations, bootstrap.SuggestedPriorityLevelConfigurations)
 		},
 	}
 	for _, step := range steps {
@@ -177,12 +190,8 @@ func pointers[T any](items []T) []*T {
 	return out
 }
 
-// ensureAll ensures each of wants, with one list to find what exists.
-func ensureAll[T object](ctx context.Context, k kind[T], wants []T, mandatory bool) error {
-	existing, err := k.list(ctx)
-	if err != nil {
-		return fmt.Errorf("cannot list the %ss: %w", k.name, err)
-	}
+// ensureAll ensures each of wants, given what exists.
+func ensureAll[T object](ctx context.Context, k kind[T], existing, wants []T, mandatory bool) error {
 	byName := map[string]T{}
 	for _, o := range existing {
 		byName[o.GetName()] = o
@@ -263,18 +272,14 @@ func autoUpdates(o metav1.Object) bool {
 	return o.GetGeneration() == 1
 }
 
-// removeUnwanted deletes the objects of the kind that are in none of the
+// removeUnwanted deletes those of existing that are in none of the
 // bootstrap lists and whose annotation says they auto-update.
-func removeUnwanted[T object](ctx context.Context, k kind[T], lists ...[]T) error {
+func removeUnwanted[T object](ctx context.Context, k kind[T], existing []T, lists ...[]T) error {
 	wanted := map[string]bool{}
 	for _, list := range lists {
 		for _, o := range list {
 			wanted[o.GetName()] = true
 		}
-	}
-	existing, err := k.list(ctx)
-	if err != nil {
-		return fmt.Errorf("cannot list the %ss: %w", k.name, err)
 	}
 	for _, o := range existing {
 		if wanted[o.GetName()] {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"orch/internal/apiserver/registry"
+
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -251,17 +253,6 @@ func checkURLPath(path string) string {
 
 // validateStatus wants each condition with a type, and no type twice.
 func validateStatus(status *flowcontrolv1.FlowSchemaStatus) field.ErrorList {
-	var errs field.ErrorList
-	seen := map[flowcontrolv1.FlowSchemaConditionType]bool{}
-	for i, c := range status.Conditions {
-		cp := field.NewPath("status", "conditions").Index(i)
-		if seen[c.Type] {
-			errs = append(errs, field.Duplicate(cp.Child("type"), c.Type))
-		}
-		seen[c.Type] = true
-		if c.Type == "" {
-			errs = append(errs, field.Required(cp.Child("type"), ""))
-		}
-	}
-	return errs
+	return registry.ValidateConditionTypes(field.NewPath("status", "conditions"), status.Conditions,
+		func(c flowcontrolv1.FlowSchemaCondition) flowcontrolv1.FlowSchemaConditionType { return c.Type })
 }

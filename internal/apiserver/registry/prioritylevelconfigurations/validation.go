@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"orch/internal/apiserver/registry"
+
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	flowcontrolv1beta3 "k8s.io/api/flowcontrol/v1beta3"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -186,17 +188,8 @@ func validateQueuing(q *flowcontrolv1.QueuingConfiguration, p *field.Path) field
 
 // validateStatus wants each condition with a type, and no type twice.
 func validateStatus(status *flowcontrolv1.PriorityLevelConfigurationStatus) field.ErrorList {
-	var errs field.ErrorList
-	seen := map[flowcontrolv1.PriorityLevelConfigurationConditionType]bool{}
-	for i, c := range status.Conditions {
-		cp := field.NewPath("status", "conditions").Index(i)
-		if seen[c.Type] {
-			errs = append(errs, field.Duplicate(cp.Child("type"), c.Type))
-		}
-		seen[c.Type] = true
-		if c.Type == "" {
-			errs = append(errs, field.Required(cp.Child("type"), ""))
-		}
-	}
-	return errs
+	return registry.ValidateConditionTypes(field.NewPath("status", "conditions"), status.Conditions,
+		func(c flowcontrolv1.PriorityLevelConfigurationCondition) flowcontrolv1.PriorityLevelConfigurationConditionType {
+			return c.Type
+		})
 }
