@@ -15,7 +15,7 @@ LDFLAGS := -s -w \
 BIN := bin/orch
 DATA_DIR ?= /var/lib/orch
 
-.PHONY: build run test check bench fuzz clean deps busybox-image airgap
+.PHONY: build run test check bench fuzz clean deps busybox-image airgap conformance
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
@@ -67,6 +67,14 @@ bench: build
 	ORCH_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'PodStartup|HAFailover' -benchtime 1x -timeout 30m ./internal/e2e/
 	$(GO) test -run '^$$' -bench 'FullSync|PartialSync' -count 3 -timeout 30m ./internal/proxy/
 	$(GO) test -run '^$$' -bench Query -benchtime 3s -count 3 ./internal/dns/
+
+# make conformance: upstream's conformance suite (e2e.test at the version of
+# k8s.io/api, built once into /var/cache/orch-conformance) against a fresh
+# server and agent in network namespaces; writes docs/conformance.md. An
+# hour or more: not part of make test. FOCUS=regexp runs a subset, LABELS a
+# ginkgo label filter other than Conformance (scripts/conformance.sh).
+conformance: deps build
+	FOCUS='$(FOCUS)' LABELS='$(or $(LABELS),Conformance)' bash scripts/conformance.sh
 
 # make fuzz: a short run of the API decode/default/validate fuzz target.
 fuzz:

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# make conformance: run upstream's Kubernetes conformance suite (e2e.test at
+# the version of k8s.io/api in go.mod) against a fresh two-node orch cluster
+# on this machine, then write docs/conformance.md and print the summary.
+#
+#   [FOCUS=regexp] [LABELS='Conformance'] [PROCS=2] scripts/conformance.sh
+#
+# Runs as root. Steps:
+#  1. Once, cached in CONFORMANCE_CACHE/<version> (default
+#     /var/cache/orch-conformance): a scratch module requiring
+#     k8s.io/kubernetes, e2e.test and ginkgo built from it, an etcd binary,
+#     and the images built by ../shared/conformance/images.sh.
+#  2. A cluster of `orch server` (with its agent) and one `orch agent`, each
+#     in a network namespace of its own on a bridge of the host
+#     (10.198.0.0/24), the images in both nodes' images directories.
+#  3. The parallel part (ginkgo -p, labels LABELS && !Serial && !Disruptive),
+#     then the [Serial] part alone; FOCUS narrows both to the tests whose
+#     names match it.
+#  4. Everything stopped and removed; the reports go to docs/conformance.md
+#     (scripts/conformance-report) and stay in CONFORMANCE_RUN.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ORCH=${ORCH_BIN:-$ROOT/bin/orch}
+SHARED=${CONFORMANCE_SHARED:-$ROOT/../shared/conformance}
+RUN=${CONFORMANCE_RUN:-/var/tmp/orch-conformance}
+PROCS=${PROCS:-2}
+LABELS=${LABELS:-Conformance}
+FOCUS=${FOCUS:-}
+NET=10.198.0
+BRIDGE=orchconf0
+
+say() { echo "conformance: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "run as root (it starts nodes in network namespaces)"
+[ -x "$ORCH" ] || die "$ORCH is missing: run make build"
+[ -f "$SHARED/images.sh" ] || die "$SHARED/images.sh is missing: set CONFORMANCE_SHARED to ../shared/conformance"
+API=$(cd "$ROOT" && go list -m -f '{{.Version}}' k8s.io/api) # v0.37.2
+K8S=v1${API#v0}                                                # v1.37.2
+CACHE=${CONFORMANCE_CACHE:-/var/cache/orch-conformance}/$K8S
+BIN=$CACHE/bin
+
+# ---------- 1. e2e.test, ginkgo, etcd, images (once) ----------
+# The staging modules of k8s.io/kubernetes: each is replaced by its
+# published version, as upstream's own go.mod does with local paths.
+STAGING="api apiextensions-apiserver apimachinery apiserver cli-runtime client-go
+cloud-provider cluster-bootstrap code-generator component-base component-helpers
+controller-manager cri-api cri-client cri-streaming csi-translation-lib
+dynamic-resource-allocation endpointslice externaljwt kms kube-aggregator
+kube-controller-manager kube-proxy kube-scheduler kubectl kubelet metrics
+mount-utils pod-security-admission sample-apiserver streaming"
+
+build_suite() {
+	say "building e2e.test and ginkgo $K8S into $BIN (once; ~15 min)"
+	mkdir -p "$CACHE/mod" "$BIN"
+	(
+		cd "$CACHE/mod"
+		[ -f go.mod ] || go mod init conformance >/dev/null 2>&1
+		go mod edit -require=k8s.io/kubernetes@"$K8S"
+		for m in $STAGING; do go mod edit -replace=k8s.io/"$m"=k8s.io/"$m"@"$API"; done
+		printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "github.com/onsi/ginkgo/v2/ginkgo"\n\t_ "k8s.io/kubernetes/test/e2e"\n\t_ "k8s.io/kubernetes/test/images/agnhost"\n)\n' >tools.go
+		go mod tidy
+		go test -c -vet=off -o "$BIN/e2e.test" k8s.io/kubernetes/test/e2e
+		go build -o "$BIN/ginkgo" github.com/onsi/ginkgo/v2/ginkgo
+	)
+}
+[ -x "$BIN/e2e.test" ] && [ -x "$BIN/ginkgo" ] || build_suite
+if [ ! -x "$BIN/etcd" ]; then
+	say "building etcd (for the aggregator test's sample-apiserver) from orch's go.mod"
+	(cd "$ROOT" && CGO_ENABLED=0 go build -o "$BIN/etcd" go.etcd.io/etcd/server/v3)
+fi
+IMAGES=$CACHE/images
+WANT="agnhost busybox pause nginx glibc-dns-testing nonewprivs sample-apiserver etcd"
+missing=""
+for i in $WANT; do grep -q "[/]$i:" "$IMAGES/images.txt" 2>/dev/null || missing="$missing $i"; done
+if [ -n "$missing" ]; then
+	say "building the suite's images into $IMAGES (once)"
+	command -v busybox >/dev/null || apt-get install -y busybox-static >/dev/null
+	PEERS_MOD=$CACHE/mod ETCD_BIN=$BIN/etcd bash "$SHARED/images.sh" "$IMAGES" \
+		$WANT
+fi
+
+# ---------- 2. the cluster ----------
+NODES="server agent"
+# state_of NAME: the containerd state directory of node NAME, as
+# agent.ContainerdState derives it from the data dir.
+state_of() { echo "/run/orch/containerd-$(printf %s "$RUN/$1" | sha256sum | cut -c1-12)"; }
+teardown() {
+	set +e
+	say "stopping the cluster"
+	for n in agent server; do
+		[ -f "$RUN/$n.pid" ] && kill "$(cat "$RUN/$n.pid")" 2>/dev/null
+	done
+	for n in agent server; do
+		[ -f "$RUN/$n.pid" ] || continue
+		pid=$(cat "$RUN/$n.pid")
+		for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+		kill -9 "$pid" 2>/dev/null
+		rm -f "$RUN/$n.pid"
+	done
+	# Pods outlive their node's process: stop their shims, then what they held.
+	for n in $NODES; do
+		s=$(cat "$RUN/$n.state" 2>/dev/null) || continue
+		[ -n "$s" ] && pkill -9 -f "containerd-shim-runc-v2 .*$s" && sleep 1
+		nsenter --net=/run/netns/orch-conf-$n "$ORCH" agent cleanup >/dev/null 2>&1
+		awk -v d="$RUN/" -v s="$s" '$5 ~ "^"d || (s != "" && $5 ~ "^"s) {print $5}' /proc/self/mountinfo |
+			sort -r | xargs -r -n1 umount -l
+		[ -n "$s" ] && rm -rf "$s"
+		ip netns del orch-conf-$n 2>/dev/null
+		ip link del oc-$n 2>/dev/null
+	done
+	for ns in $(ip netns list | awk '/^cni-/{print $1}'); do
+		[ -z "$(ip netns pids "$ns" 2>/dev/null)" ] && ip netns del "$ns"
+	done
+	ip link del $BRIDGE 2>/dev/null
+	set -e
+}
+
+start_node() { # start_node NAME IP ARGS...
+	local n=$1 ip=$2; shift 2
+	ip netns add orch-conf-$n
+	ip link add oc-$n type veth peer name eth0 netns orch-conf-$n
+	ip link set oc-$n master $BRIDGE up
+	ip -n orch-conf-$n addr add "$ip/24" dev eth0
+	ip -n orch-conf-$n link set eth0 up
+	ip -n orch-conf-$n link set lo up
+	ip -n orch-conf-$n route add default via $NET.1
+	mkdir -p "$RUN/$n/agent/images"
+	cp "$IMAGES"/*.tar "$RUN/$n/agent/images/"
+	nsenter --net=/run/netns/orch-conf-$n "$ORCH" "$@" --data-dir "$RUN/$n" --node-name "conf-$n" \
+		--node-ip "$ip" --resolv-conf "$RUN/resolv.conf" >"$RUN/$n.log" 2>&1 &
+	echo $! >"$RUN/$n.pid"
+}
+
+# A run before this one may have been killed: remove what it left first.
+teardown 2>/dev/null
+rm -rf "$RUN"
+mkdir -p "$RUN"
+trap teardown EXIT
+ip link add $BRIDGE type bridge
+ip addr add $NET.1/24 dev $BRIDGE
+ip link set $BRIDGE up
+# The nodes' upstream resolver is the host's bridge address, where nothing
+# listens: names outside the cluster fail at once instead of timing out.
+echo "nameserver $NET.1" >"$RUN/resolv.conf"
+
+KC=$RUN/kubeconfig
+KUBECTL=$RUN/kubectl
+printf '#!/bin/sh\nexec %s kubectl "$@"\n' "$ORCH" >"$KUBECTL"
+chmod +x "$KUBECTL"
+say "starting orch server (conf-server, $NET.11) and orch agent (conf-agent, $NET.12)"
+start_node server $NET.11 server --advertise-address $NET.11 --write-kubeconfig "$KC"
+for _ in $(seq 120); do [ -s "$RUN/server/server/token" ] && [ -s "$KC" ] && break; sleep 1; done
+[ -s "$KC" ] || die "the server did not start: $RUN/server.log"
+"$KUBECTL" --kubeconfig "$KC" config set-cluster default --server "https://$NET.11:6443" >/dev/null
+start_node agent $NET.12 agent --server "https://$NET.11:6443" --token "$(cat "$RUN/server/server/token")"
+for n in $NODES; do state_of $n >"$RUN/$n.state"; done
+
+# Ready nodes that hold every image of the suite.
+want=$(awk '{print $2}' "$IMAGES/images.txt" | sort -u | wc -l)
+for i in $(seq 300); do
+	have=$("$KUBECTL" --kubeconfig "$KC" get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c True || true)
+	imgs=$("$KUBECTL" --kubeconfig "$KC" get nodes -o go-template='{{range .items}}{{range .status.images}}{{range .names}}{{.}}{{"\n"}}{{end}}{{end}}{{end}}' 2>/dev/null |
+		grep -cxFf <(awk '{print $2}' "$IMAGES/images.txt") || true)
+	[ "$have" = 2 ] && [ "$imgs" -ge $((2 * want)) ] && break
+	[ "$i" = 300 ] && die "the nodes were not Ready with the images within 10 minutes ($have ready, $imgs images): $RUN/*.log"
+	sleep 2
+done
+"$KUBECTL" --kubeconfig "$KC" get nodes -o wide
+
+# ---------- 3. the suite ----------
+run_suite() { # run_suite NAME LABEL-FILTER GINKGO-ARGS...
+	local name=$1 labels=$2; shift 2
+	mkdir -p "$RUN/$name"
+	say "running the $name part (log: $RUN/$name/ginkgo.log)"
+	local focus=()
+	[ -n "$FOCUS" ] && focus=(--focus="$FOCUS")
+	(cd "$RUN/$name" && "$BIN/ginkgo" "$@" --timeout=3h --label-filter="$labels" "${focus[@]}" \
+		--json-report=report.json --output-dir="$RUN/$name" "$BIN/e2e.test" -- \
+		--kubeconfig="$KC" --kubectl-path="$KUBECTL" --provider=skeleton --report-dir="$RUN/$name" \
+		>ginkgo.log 2>&1) || true
+}
+START=$(date +%s)
+run_suite parallel "($LABELS) && !Serial && !Disruptive" -p -procs="$PROCS"
+run_suite serial "($LABELS) && Serial && !Disruptive"
+MINUTES=$((($(date +%s) - START) / 60))
+
+# ---------- 4. the report ----------
+teardown
+trap - EXIT
+reports=()
+for p in parallel serial; do [ -f "$RUN/$p/report.json" ] && reports+=("$RUN/$p/report.json"); done
+[ ${#reports[@]} -gt 0 ] || die "ginkgo wrote no report: $RUN/*/ginkgo.log"
+(cd "$ROOT" && go run ./scripts/conformance-report -out docs/conformance.md \
+	-commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +changes)" \
+	-version "$K8S" -minutes "$MINUTES" -focus "$FOCUS" -labels "$LABELS" "${reports[@]}")
