@@ -29,6 +29,7 @@ import (
 	"orch/internal/join"
 	"orch/internal/kubelet/containerd"
 	"orch/internal/kubelet/cri"
+	"orch/internal/kubelet/metrics"
 	"orch/internal/kubelet/node"
 	"orch/internal/network"
 	"orch/internal/run"
@@ -221,7 +222,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		if err := ready(ctx); err != nil {
 			return nil // stopped before the runtime came up
 		}
-		rt, err := cri.Connect(ctx, endpoint)
+		km := metrics.New(c.NodeName)
+		rt, err := cri.Connect(ctx, endpoint, cri.WithInterceptor(km.RuntimeInterceptor()))
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -231,7 +233,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		defer rt.Close()
 		v := rt.RuntimeVersion()
 		log.Info("container runtime connected", "endpoint", endpoint, "runtime", v.RuntimeName+"://"+v.RuntimeVersion)
-		parts, err := kubelet(c, nodeCfg, creds, client, rt, keep, log)
+		parts, err := kubelet(c, nodeCfg, creds, client, rt, km, keep, log)
 		if err != nil {
 			return err
 		}

@@ -22,6 +22,7 @@ import (
 	"orch/internal/kubelet/cri"
 	"orch/internal/kubelet/imagegc"
 	"orch/internal/kubelet/images"
+	"orch/internal/kubelet/metrics"
 	"orch/internal/kubelet/node"
 	"orch/internal/kubelet/podconfig"
 	"orch/internal/kubelet/pods"
@@ -32,8 +33,9 @@ import (
 
 // kubelet is what runs once the container runtime is connected: the Node's
 // registration and status, the pod network's CNI config, the pod workers
-// and image garbage collection, which spares the images keep names.
-func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kubernetes.Interface, rt *cri.Runtime, keep func() []string, log *slog.Logger) ([]run.Named, error) {
+// and image garbage collection, which spares the images keep names; km
+// is the kubelet's metrics.
+func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kubernetes.Interface, rt *cri.Runtime, km *metrics.Kubelet, keep func() []string, log *slog.Logger) ([]run.Named, error) {
 	cluster := creds.Cluster()
 	sys, err := node.ReadSystem(c.DataDir)
 	if err != nil {
@@ -58,6 +60,7 @@ func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kub
 	workers.LogRoot = podLogRoot(c.DataDir)
 	workers.ResolvConf = c.ResolvConf
 	workers.SystemdCgroups = containerd.SystemdIsInit()
+	workers.Metrics = km
 	api, err := server.New(server.Config{
 		Addr:         fmt.Sprintf(":%d", c.KubeletPort),
 		TLS:          creds.ServingTLSConfig(),
@@ -69,6 +72,7 @@ func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kub
 		Pods:                 workers.Pods,
 		NodeName:             c.NodeName,
 		RootDir:              c.DataDir,
+		Metrics:              km,
 		Log:                  log.With("component", "kubelet-api"),
 	})
 	if err != nil {

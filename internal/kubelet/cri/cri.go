@@ -46,6 +46,8 @@ type Runtime struct {
 	images   runtimeapi.ImageServiceClient
 	timeout  time.Duration
 	version  *runtimeapi.VersionResponse
+	// intercept wraps every unary call (e.g. to count and time them).
+	intercept []grpc.UnaryClientInterceptor
 }
 
 // Option changes how Connect sets up a Runtime.
@@ -53,6 +55,11 @@ type Option func(*Runtime)
 
 // WithTimeout sets the per-call timeout (DefaultTimeout when not given).
 func WithTimeout(d time.Duration) Option { return func(r *Runtime) { r.timeout = d } }
+
+// WithInterceptor wraps every unary call of the Runtime in i.
+func WithInterceptor(i grpc.UnaryClientInterceptor) Option {
+	return func(r *Runtime) { r.intercept = append(r.intercept, i) }
+}
 
 // Connect dials the CRI endpoint — a unix socket path or a unix:// URL — and
 // checks that the runtime answers Version with CRI v1. The connection
@@ -62,22 +69,20 @@ func Connect(ctx context.Context, endpoint string, opts ...Option) (*Runtime, er
 	if err != nil {
 		return nil, err
 	}
-	conn, err := grpc.NewClient("unix://"+path,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)))
-	if err != nil {
-		return nil, fmt.Errorf("cri: connect to %q: %w", endpoint, err)
-	}
-	r := &Runtime{
-		endpoint: endpoint,
-		conn:     conn,
-		runtime:  runtimeapi.NewRuntimeServiceClient(conn),
-		images:   runtimeapi.NewImageServiceClient(conn),
-		timeout:  DefaultTimeout,
-	}
+	r := &Runtime{endpoint: endpoint, timeout: DefaultTimeout}
 	for _, o := range opts {
 		o(r)
 	}
+	conn, err := grpc.NewClient("unix://"+path,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
+		grpc.WithChainUnaryInterceptor(r.intercept...))
+	if err != nil {
+		return nil, fmt.Errorf("cri: connect to %q: %w", endpoint, err)
+	}
+	r.conn = conn
+	r.runtime = runtimeapi.NewRuntimeServiceClient(conn)
+	r.images = runtimeapi.NewImageServiceClient(conn)
 	if r.version, err = r.Version(ctx); err != nil {
 		conn.Close()
 		switch status.Code(err) {

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"orch/internal/kubelet/cri"
+	"orch/internal/kubelet/metrics"
 	"orch/internal/kubelet/podconfig"
 	"orch/internal/kubelet/prober"
 	"orch/internal/kubelet/staticpods"
@@ -75,6 +76,8 @@ type Workers struct {
 	Resync time.Duration
 	// Parallel is the number of pods synced at once (default 4).
 	Parallel int
+	// Metrics counts the probes; nil for none.
+	Metrics *metrics.Kubelet
 	// Now is the clock of status timestamps and of the restart and
 	// image pull back-offs (time.Now when nil).
 	Now func() time.Time
@@ -206,6 +209,7 @@ func (w *Workers) setUp(recorder record.EventRecorder) {
 	w.volumes = volumes.New(w.RootDir, w.client, w.log)
 	w.volumes.Allocatable = w.node.Allocatable
 	w.probes = prober.NewManager(w.exec, w.recorder, w.probeChanged, w.log)
+	w.probes.Metrics = w.Metrics
 }
 
 // readResolvConf is the node's resolv.conf; nothing (and a warning)

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"orch/internal/kubelet/metrics"
 )
 
 // probeType is the kind of a probe; its String is the word upstream's
@@ -75,6 +77,18 @@ const (
 	outcomeFailure outcome = "failure"
 	outcomeUnknown outcome = "unknown"
 )
+
+// metricResult is the result label of prober_probe_total: a warning
+// passed.
+func (o outcome) metricResult() string {
+	switch o {
+	case outcomeSuccess, outcomeWarning:
+		return metrics.ProbeSuccessful
+	case outcomeFailure:
+		return metrics.ProbeFailed
+	}
+	return metrics.ProbeUnknown
+}
 
 // event is an event to record on the probed container.
 type event struct {

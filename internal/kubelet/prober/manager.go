@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+
+	"orch/internal/kubelet/metrics"
 	"k8s.io/utils/clock"
 
 	"orch/internal/kubelet/cri"
@@ -43,6 +45,10 @@ type Manager struct {
 	jitter   func(period time.Duration) time.Duration
 	http     *httpProber
 	start    time.Time
+
+	// Metrics counts the probes (prober_probe_total); nil for none. Set
+	// it before the first Sync.
+	Metrics *metrics.Kubelet
 
 	mu   sync.Mutex
 	pods map[types.UID]map[string]*instance // by pod UID, then container name

@@ -53,6 +53,14 @@ func (w *worker) stop() { w.cancel() }
 
 func (w *worker) run() {
 	defer close(w.done)
+	defer func() {
+		w.m.mu.Lock()
+		pod := w.pod
+		w.m.mu.Unlock()
+		if pod != nil {
+			w.m.Metrics.ForgetProbe(w.typ.String(), pod, w.container.Name)
+		}
+	}()
 	delay, period, _ := timing(w.spec)
 	next := w.startedAt.Add(delay)
 	if now := w.m.clock.Now(); next.Before(now) {
@@ -97,9 +105,13 @@ func (w *worker) probe() bool {
 	if gated {
 		return true
 	}
+	began := m.clock.Now()
 	o, output, err := m.run(w.ctx, w.spec, target{container: &w.container, containerID: w.in.id, podIP: podIP})
 	if w.ctx.Err() != nil {
 		return false
+	}
+	if err == nil { // as upstream: a probe that errored is not counted
+		m.Metrics.ObserveProbe(w.typ.String(), o.metricResult(), pod, w.container.Name, m.clock.Since(began))
 	}
 	r, counted, ev := verdict(w.typ, o, output, err)
 	if ev != nil {

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"orch/internal/kubelet/metrics"
+
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -81,6 +83,10 @@ type Config struct {
 	// RootDir is the file system /stats/summary reports for the node
 	// (the agent's data dir); empty means "/".
 	RootDir string
+	// Metrics is served at /metrics and /metrics/probes; nil serves
+	// empty ones. /metrics/resource and /metrics/cadvisor come from the
+	// stats summary.
+	Metrics *metrics.Kubelet
 	// Log is the server's logger; nil discards.
 	Log *slog.Logger
 }
@@ -117,6 +123,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New(cfg.NodeName)
 	}
 	if cfg.SubjectAccessReviews == nil {
 		cfg.Log.Warn("the kubelet API has no SubjectAccessReview client and will refuse every request")
@@ -189,6 +198,10 @@ func (s *Server) routes() http.Handler {
 	}
 	mux.HandleFunc("GET /stats/summary", s.serveSummary)
 	mux.HandleFunc("GET /stats/summary/", s.serveSummary)
+	mux.Handle("GET /metrics", s.cfg.Metrics.Handler())
+	mux.Handle("GET /metrics/probes", s.cfg.Metrics.ProbesHandler())
+	mux.Handle("GET /metrics/resource", metrics.Handler(resourceMetrics(s.stats)))
+	mux.Handle("GET /metrics/cadvisor", metrics.Handler(cadvisorMetrics(s.stats)))
 	return mux
 }
 

@@ -321,3 +321,21 @@ func TestPortForward(t *testing.T) {
 		t.Run(name, func(t *testing.T) { servertest.PortForwardEcho(t, d, 8080) })
 	}
 }
+
+// The kubelet API serves the four metrics endpoints (the upstream e2e
+// framework scrapes /metrics through the apiserver after a failure).
+func TestMetricsEndpoints(t *testing.T) {
+	k := servertest.Start(t, servertest.Options{})
+	client := httpClient(t, k.Client)
+	for path, want := range map[string]string{
+		"/metrics":          `kubelet_node_name{node="node-1"} 1`,
+		"/metrics/resource": "resource_scrape_error 0",
+		"/metrics/cadvisor": `container_cpu_usage_seconds_total{container="",id="/",namespace="",pod=""}`,
+		"/metrics/probes":   "",
+	} {
+		code, body := get(t, client, k.URL+path)
+		if code != http.StatusOK || !strings.Contains(body, want) {
+			t.Errorf("GET %s: %d, want 200 with %q:\n%s", path, code, want, body)
+		}
+	}
+}
