@@ -177,7 +177,12 @@ func (x *execution) createSandbox(ctx context.Context, attempt uint32) error {
 			w.recorder.Event(pod, corev1.EventTypeWarning, warning.Reason, warning.Message)
 		}
 	}
-	if _, err := w.sandboxes.RunPodSandbox(ctx, x.config, ""); err != nil {
+	handler, err := w.runtimeHandler(ctx, pod)
+	if err != nil {
+		w.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+		return err
+	}
+	if _, err := w.sandboxes.RunPodSandbox(ctx, x.config, handler); err != nil {
 		w.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return fmt.Errorf("run the sandbox of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}

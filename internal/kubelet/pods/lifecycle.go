@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -187,4 +188,37 @@ func (w *Workers) evictOverSizeLimit(ctx context.Context, pod, target *corev1.Po
 		return true, fmt.Errorf("evict pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return true, nil
+}
+
+// failPastDeadline fails a pod that has been active longer than its
+// spec.activeDeadlineSeconds, as upstream's active deadline handler: the
+// Failed phase with reason DeadlineExceeded is written to target, and the
+// next sync stops the pod as finished. It reports whether it did.
+func (w *Workers) failPastDeadline(ctx context.Context, pod, target *corev1.Pod) (bool, error) {
+	if !pastActiveDeadline(pod, w.now()) {
+		return false, nil
+	}
+	w.recorder.Event(pod, corev1.EventTypeNormal, reasonDeadlineExceeded, messageDeadlineExceeded)
+	updated := target.DeepCopy()
+	updated.Status.Phase, updated.Status.Reason, updated.Status.Message = corev1.PodFailed, reasonDeadlineExceeded, messageDeadlineExceeded
+	if _, err := w.client.CoreV1().Pods(target.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		return true, fmt.Errorf("fail pod %s/%s past its active deadline: %w", pod.Namespace, pod.Name, err)
+	}
+	return true, nil
+}
+
+// Upstream's reason and message of a pod past its active deadline.
+const (
+	reasonDeadlineExceeded  = "DeadlineExceeded"
+	messageDeadlineExceeded = "Pod was active on the node longer than the specified deadline"
+)
+
+// pastActiveDeadline is true once a started pod that is not finished has
+// been active for its spec.activeDeadlineSeconds.
+func pastActiveDeadline(pod *corev1.Pod, now time.Time) bool {
+	d, start := pod.Spec.ActiveDeadlineSeconds, pod.Status.StartTime
+	if d == nil || start == nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	return now.Sub(start.Time) >= time.Duration(*d)*time.Second
 }

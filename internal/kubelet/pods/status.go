@@ -157,7 +157,16 @@ func podStatus(pod *corev1.Pod, state podState, waiting map[string]*corev1.Conta
 			c.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
 		}
 	}
+	// The conditions the kubelet decides, and the status as a whole,
+	// describe the pod's current spec (upstream's observedGeneration).
+	for i := range conds {
+		switch conds[i].Type {
+		case corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady:
+			conds[i].ObservedGeneration = pod.Generation
+		}
+	}
 	s.Conditions = conds
+	s.ObservedGeneration = pod.Generation
 	return s
 }
 

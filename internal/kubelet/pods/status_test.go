@@ -88,3 +88,24 @@ func TestPodStatusKeepsTransitionTimesAndPodIPs(t *testing.T) {
 		t.Errorf("startTime moved to %v", later.StartTime)
 	}
 }
+
+// The status and the kubelet's conditions carry the generation of the spec
+// they describe; the scheduler's condition keeps its own.
+func TestPodStatusObservedGeneration(t *testing.T) {
+	pod := testPod("p", corev1.RestartPolicyAlways)
+	pod.Generation = 7
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, ObservedGeneration: 1}}
+	s := podStatus(pod, podState{}, nil, nil, nil, time.Now())
+	if s.ObservedGeneration != 7 {
+		t.Errorf("observedGeneration = %d, want 7", s.ObservedGeneration)
+	}
+	for _, c := range s.Conditions {
+		want := int64(7)
+		if c.Type == corev1.PodScheduled {
+			want = 1
+		}
+		if c.ObservedGeneration != want {
+			t.Errorf("condition %s observedGeneration = %d, want %d", c.Type, c.ObservedGeneration, want)
+		}
+	}
+}

@@ -108,6 +108,9 @@ func (w *Workers) syncPod(ctx context.Context, key string, pod, target *corev1.P
 		if evicted, err := w.evictOverSizeLimit(ctx, pod, target); evicted || err != nil {
 			return err
 		}
+		if failed, err := w.failPastDeadline(ctx, pod, target); failed || err != nil {
+			return err
+		}
 	}
 	syncErr := w.run(ctx, pod)
 	state, err := w.state(ctx, string(pod.UID))

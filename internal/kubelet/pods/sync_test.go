@@ -23,6 +23,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 
 	"orch/internal/kubelet/cri"
 	"orch/internal/kubelet/podconfig"
@@ -414,5 +415,40 @@ func TestEvictsOverEmptyDirSizeLimit(t *testing.T) {
 	}
 	if h.called("StopPodSandbox") == 0 {
 		t.Errorf("the evicted pod's sandbox was not stopped: %v", h.rt.Calls())
+	}
+}
+
+// TestFailsPastActiveDeadline: a running pod active longer than its
+// activeDeadlineSeconds is Failed with reason DeadlineExceeded, and the
+// next sync stops its sandbox; before the deadline it runs.
+func TestFailsPastActiveDeadline(t *testing.T) {
+	p := testPod("p", corev1.RestartPolicyAlways)
+	p.Spec.ActiveDeadlineSeconds = ptr.To[int64](30)
+	h := newHarness(t, p)
+	now := h.w.Now()
+	h.w.Now = func() time.Time { return now }
+	if err := h.sync("p"); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(29 * time.Second)
+	if err := h.sync("p"); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.pod("p").Status; st.Phase != corev1.PodRunning {
+		t.Fatalf("before the deadline: %s/%s, want Running", st.Phase, st.Reason)
+	}
+	now = now.Add(time.Second)
+	if err := h.sync("p"); err != nil {
+		t.Fatal(err)
+	}
+	st := h.pod("p").Status
+	if st.Phase != corev1.PodFailed || st.Reason != "DeadlineExceeded" || st.Message != "Pod was active on the node longer than the specified deadline" {
+		t.Fatalf("status %s/%s/%q, want Failed/DeadlineExceeded", st.Phase, st.Reason, st.Message)
+	}
+	if err := h.sync("p"); err != nil {
+		t.Fatal(err)
+	}
+	if h.called("StopPodSandbox") == 0 {
+		t.Errorf("the pod's sandbox was not stopped: %v", h.rt.Calls())
 	}
 }
