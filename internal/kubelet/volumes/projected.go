@@ -61,7 +61,7 @@ func (s *setup) projectedPayload(name string, src *corev1.ProjectedVolumeSource)
 				files = map[string]fileProjection{p.ServiceAccountToken.Path: {Data: []byte(token), Mode: m}}
 			}
 		case p.ClusterTrustBundle != nil:
-			err = fmt.Errorf("clusterTrustBundle projections are %w", podconfig.ErrUnsupported)
+			files, err = s.trustBundlePayload(p.ClusterTrustBundle, mode)
 		case p.PodCertificate != nil:
 			err = fmt.Errorf("podCertificate projections are %w", podconfig.ErrUnsupported)
 		}

@@ -163,7 +163,7 @@ func TestProjectedFSGroupAndErrors(t *testing.T) {
 		corev1.VolumeProjection{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "gone"}}},
 	)
 	err := setupError(t, m, pod2)
-	want := `MountVolume.SetUp failed for volume "kube-api-access" : [clusterTrustBundle projections are not supported by orch, podCertificate projections are not supported by orch, secrets "gone" not found]`
+	want := `MountVolume.SetUp failed for volume "kube-api-access" : [while getting ClusterTrustBundle: clustertrustbundles.certificates.k8s.io "b" not found, podCertificate projections are not supported by orch, secrets "gone" not found]`
 	if err.Error() != want {
 		t.Errorf("error = %q\nwant    %q", err, want)
 	}
