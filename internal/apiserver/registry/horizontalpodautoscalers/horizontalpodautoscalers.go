@@ -1,5 +1,6 @@
-// Package horizontalpodautoscalers is the registry entry for autoscaling/v2
-// horizontalpodautoscalers.
+// Package horizontalpodautoscalers is the registry entry for
+// horizontalpodautoscalers: autoscaling/v2, the stored version, and
+// autoscaling/v1, converted from and to it as upstream converts (v1.go).
 package horizontalpodautoscalers
 
 import (
