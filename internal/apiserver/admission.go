@@ -19,7 +19,8 @@ import (
 
 // admitCreate runs the built-in admission steps for a new object: namespace
 // lifecycle, cluster IP and node port allocation for services, and for
-// pods the service account, default tolerations and priority.
+// pods the service account, priority, default tolerations and runtime
+// class.
 func (s *Server) admitCreate(ctx context.Context, rs *resourceStore, obj runtime.Object, dryRun bool) error {
 	if err := s.checkNamespace(ctx, rs, obj); err != nil {
 		return err
@@ -38,8 +39,11 @@ func (s *Server) admitCreate(ctx context.Context, rs *resourceStore, obj runtime
 		if err := s.admitServiceAccount(ctx, o); err != nil {
 			return err
 		}
+		if err := s.admitPriority(ctx, o); err != nil {
+			return err
+		}
 		addDefaultTolerations(o)
-		return s.admitPriority(ctx, o)
+		return s.admitRuntimeClass(ctx, o) // upstream's order of the three
 	}
 	return nil
 }

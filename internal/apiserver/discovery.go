@@ -113,11 +113,14 @@ func resourceList(g apiGroup) *metav1.APIResourceList {
 // rs's objects are stored at: a client sees it change when a storage
 // migration is due.
 func storageVersionHash(rs *resourceStore) string {
-	gv := rs.gvk.GroupVersion()
+	gvk := rs.gvk
 	if rs.custom != nil {
-		gv = rs.custom.storage
+		gvk = rs.custom.storage.WithKind(gvk.Kind)
 	}
-	return discovery.StorageVersionHash(gv.Group, gv.Version, rs.gvk.Kind)
+	if sv := rs.res.StoredAs; sv != nil {
+		gvk = sv.GroupVersion.WithKind(sv.Kind)
+	}
+	return discovery.StorageVersionHash(gvk.Group, gvk.Version, gvk.Kind)
 }
 
 // subresource is one subresource a resource serves.

@@ -165,8 +165,8 @@ func (s *Server) addResource(res registry.Resource) error {
 		return fmt.Errorf("resource %s registered twice", gvr)
 	}
 	prefix := "/registry/" + res.Resource + "/"
-	if res.GroupVersion.Group != "" && storedApart(res) {
-		prefix = "/registry/" + res.GroupVersion.Group + "/" + res.Resource + "/"
+	if res.StoredAs != nil {
+		prefix = "/registry/" + res.StoredAs.Resource + "/"
 	}
 	rs := &resourceStore{
 		res: res, gvk: res.GroupVersion.WithKind(res.Kind), gr: gvr.GroupResource(),
@@ -188,10 +188,6 @@ func (s *Server) addResource(res registry.Resource) error {
 // the watch caches held at start: before it, only system:masters is
 // authorized (/readyz's informer-sync check waits for it too).
 func (s *Server) AuthorizersSynced() <-chan struct{} { return s.authzSynced }
-
-// storedApart is true for resources whose plural name is used by two groups
-// (events in core and events.k8s.io): the non-core one gets its own prefix.
-func storedApart(res registry.Resource) bool { return res.Resource == "events" }
 
 // apfBootstrapInterval is how often the API priority and fairness
 // bootstrap configuration is checked again (upstream's producer also

@@ -20,7 +20,8 @@ import (
 const maxObjectBytes = 1536 * 1024
 
 // resourceStore keeps one resource's objects in storage under
-// /registry/RESOURCE/[NAMESPACE/]NAME, encoded as protobuf.
+// /registry/RESOURCE/[NAMESPACE/]NAME, encoded as protobuf (another
+// version of a stored resource, res.StoredAs, converted to and from it).
 type resourceStore struct {
 	res    registry.Resource
 	gvk    schema.GroupVersionKind
@@ -54,9 +55,14 @@ func (s *resourceStore) listPrefix(namespace string) string {
 func (s *resourceStore) decode(kv storage.KeyValue) (runtime.Object, error) {
 	var obj runtime.Object
 	var err error
-	if s.custom != nil {
+	switch {
+	case s.custom != nil:
 		obj, err = s.custom.decode(s, kv.Value)
-	} else {
+	case s.res.StoredAs != nil:
+		if obj, _, err = s.codecs.storage.Decode(kv.Value, nil, s.res.StoredAs.New()); err == nil {
+			obj, err = s.res.StoredAs.FromStored(obj)
+		}
+	default:
 		obj, _, err = s.codecs.storage.Decode(kv.Value, nil, s.res.New())
 	}
 	if err != nil {
@@ -89,8 +95,18 @@ func (s *resourceStore) encode(obj runtime.Object) ([]byte, error) {
 			return nil, err
 		}
 		buf.Write(data)
-	} else if err := s.codecs.storage.Encode(obj, &buf); err != nil {
-		return nil, fmt.Errorf("encode %s: %w", s.gvk.Kind, err)
+	} else {
+		if sv := s.res.StoredAs; sv != nil {
+			stored, err := sv.ToStored(obj)
+			if err != nil {
+				return nil, fmt.Errorf("convert %s to %s: %w", s.gvk.Kind, sv.GroupVersion.WithKind(sv.Kind), err)
+			}
+			stored.GetObjectKind().SetGroupVersionKind(sv.GroupVersion.WithKind(sv.Kind))
+			obj = stored
+		}
+		if err := s.codecs.storage.Encode(obj, &buf); err != nil {
+			return nil, fmt.Errorf("encode %s: %w", s.gvk.Kind, err)
+		}
 	}
 	if buf.Len() > maxObjectBytes {
 		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(

@@ -88,6 +88,28 @@ type Resource struct {
 	// SelectableFields returns the field-selector fields beyond metadata.name and
 	// metadata.namespace (e.g. spec.nodeName for pods).
 	SelectableFields func(obj runtime.Object) fields.Set
+
+	// StoredAs, when set, makes this resource another version of one the
+	// server stores (autoscaling/v1 HorizontalPodAutoscalers of the v2
+	// ones, events.k8s.io Events of core Events): the same objects, keys
+	// and resourceVersions, converted on the way in and out.
+	StoredAs *StoredVersion
+}
+
+// StoredVersion is the stored resource a Resource is another version of,
+// and the conversions between the two.
+type StoredVersion struct {
+	// GroupVersion, Kind and Resource name the stored resource, which is
+	// registered too.
+	GroupVersion schema.GroupVersion
+	Kind         string
+	Resource     string
+	// New returns an empty stored object.
+	New func() runtime.Object
+	// ToStored converts an object of this resource to the stored version;
+	// FromStored converts back. Neither may change its argument.
+	ToStored   func(obj runtime.Object) (runtime.Object, error)
+	FromStored func(stored runtime.Object) (runtime.Object, error)
 }
 
 // NameRule is a rule that metadata.name must follow.

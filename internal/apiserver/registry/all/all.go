@@ -83,6 +83,7 @@ func Resources() []registry.Resource {
 		controllerrevisions.Resource(),
 		eventsk8sio.Resource(),
 		horizontalpodautoscalers.Resource(),
+		horizontalpodautoscalers.ResourceV1(),
 		jobs.Resource(),
 		cronjobs.Resource(),
 		ingresses.Resource(),

@@ -1,5 +1,6 @@
 // Package eventsk8sio is the registry entry for events.k8s.io/v1 events, the
-// newer API over the same events as core/v1 (package events). It validates as
+// newer API over the same events as core/v1 (package events): they are
+// stored as core Events and converted (conversion.go). It validates as
 // upstream does for requests made through events.k8s.io and prints the same
 // table as core events.
 package eventsk8sio
@@ -34,6 +35,7 @@ func Resource() registry.Resource {
 		Columns:          columns(),
 		Row:              row,
 		SelectableFields: selectableFields,
+		StoredAs:         storedAs(),
 	}
 }
 

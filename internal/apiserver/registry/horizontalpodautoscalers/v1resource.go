@@ -40,6 +40,16 @@ func ResourceV1() registry.Resource {
 			}
 			return v2.Validate(h)
 		},
+		StoredAs: &registry.StoredVersion{
+			GroupVersion: autoscalingv2.SchemeGroupVersion, Kind: v2.Kind, Resource: v2.Resource,
+			New: v2.New,
+			ToStored: func(obj runtime.Object) (runtime.Object, error) {
+				return ToV2(obj.(*autoscalingv1.HorizontalPodAutoscaler))
+			},
+			FromStored: func(obj runtime.Object) (runtime.Object, error) {
+				return FromV2(obj.(*autoscalingv2.HorizontalPodAutoscaler))
+			},
+		},
 		Columns: v2.Columns,
 		Row: func(obj runtime.Object, now time.Time) []interface{} {
 			hpa := obj.(*autoscalingv1.HorizontalPodAutoscaler)
