@@ -10,11 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
-
-	"orch/internal/kubelet/metrics"
 	"k8s.io/utils/clock"
 
 	"orch/internal/kubelet/cri"
+	"orch/internal/kubelet/metrics"
 )
 
 // Runtime runs the commands of exec probes in containers.
