@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 
+	"orch/internal/apiserver/registry"
 	"orch/internal/apiserver/registry/customresource"
 	"orch/internal/storage"
 )
@@ -214,17 +215,6 @@ func allowCreateOnUpdate(rs *resourceStore) bool {
 	return false
 }
 
-// statusWritesAnnotations lists the resources whose /status may change
-// annotations, as upstream's status strategies for them reset only spec and
-// labels (the deployment controller records revisions that way).
-func statusWritesAnnotations(rs *resourceStore) bool {
-	switch rs.gvk.Kind {
-	case "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet":
-		return rs.gvk.Group == "apps"
-	}
-	return false
-}
-
 // annotationsBumpGeneration is upstream's rule that a Deployment's generation
 // also moves when its annotations change (rollbacks were annotations).
 func annotationsBumpGeneration(rs *resourceStore, accessor, old metav1.Object) bool {
@@ -287,11 +277,16 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 			break
 		}
 		copyAllBut(obj, old, "Status")
-		keepSubresourceMeta(accessor, oldAccessor, statusWritesAnnotations(rs))
+		switch rs.res.StatusMeta {
+		case registry.StatusKeepsMeta:
+			keepSubresourceMeta(accessor, oldAccessor)
+		case registry.StatusKeepsLabels:
+			accessor.SetLabels(oldAccessor.GetLabels())
+		}
 	default:
 		if sub, ok := rs.res.SpecSubresources[subresource]; ok {
 			copyField(obj, old, "Status")
-			keepSubresourceMeta(accessor, oldAccessor, false)
+			keepSubresourceMeta(accessor, oldAccessor)
 			sub.PrepareForUpdate(obj, old)
 		}
 	}
@@ -365,13 +360,10 @@ func deleteOnUpdate(old metav1.Object, updated runtime.Object) bool {
 }
 
 // keepSubresourceMeta keeps the metadata a write through a subresource may
-// not change, as upstream's ResetObjectMetaForStatus (annotations may change
-// when writesAnnotations).
-func keepSubresourceMeta(accessor, old metav1.Object, writesAnnotations bool) {
+// not change, as upstream's ResetObjectMetaForStatus.
+func keepSubresourceMeta(accessor, old metav1.Object) {
 	accessor.SetLabels(old.GetLabels())
-	if !writesAnnotations {
-		accessor.SetAnnotations(old.GetAnnotations())
-	}
+	accessor.SetAnnotations(old.GetAnnotations())
 	accessor.SetFinalizers(old.GetFinalizers())
 	accessor.SetOwnerReferences(old.GetOwnerReferences())
 }

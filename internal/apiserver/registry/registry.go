@@ -36,6 +36,10 @@ type Resource struct {
 	// ignores status changes, /status ignores everything but status, and
 	// metadata.generation is bumped when anything other than metadata and status changes.
 	HasStatus bool
+	// StatusMeta says which metadata a write through /status may change:
+	// by default labels, annotations, finalizers and owner references too,
+	// as most upstream status strategies let through.
+	StatusMeta StatusMetaRule
 	// Scale, when set, serves the scale subresource (autoscaling/v1 Scale).
 	Scale *ScaleAccessor
 
@@ -111,6 +115,21 @@ type StoredVersion struct {
 	ToStored   func(obj runtime.Object) (runtime.Object, error)
 	FromStored func(stored runtime.Object) (runtime.Object, error)
 }
+
+// StatusMetaRule is what of metadata a status write keeps from the stored
+// object.
+type StatusMetaRule int
+
+const (
+	// StatusChangesMeta lets a status write change labels, annotations,
+	// finalizers and owner references (jobs, services, nodes ...).
+	StatusChangesMeta StatusMetaRule = iota
+	// StatusKeepsMeta keeps them as stored, as upstream's
+	// ResetObjectMetaForStatus (pods, volume attachments ...).
+	StatusKeepsMeta
+	// StatusKeepsLabels keeps only the labels (deployments).
+	StatusKeepsLabels
+)
 
 // NameRule is a rule that metadata.name must follow.
 type NameRule int

@@ -31,6 +31,7 @@ func Resource() registry.Resource {
 		New:                  func() runtime.Object { return &apiregistrationv1.APIService{} },
 		NewList:              func() runtime.Object { return &apiregistrationv1.APIServiceList{} },
 		HasStatus:            true,
+		StatusMeta:           registry.StatusKeepsMeta,
 		Default:              setDefaults,
 		PrepareForCreate:     prepareForCreate,
 		Validate:             validate,

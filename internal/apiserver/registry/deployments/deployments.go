@@ -28,6 +28,7 @@ func Resource() registry.Resource {
 		New:          func() runtime.Object { return &appsv1.Deployment{} },
 		NewList:      func() runtime.Object { return &appsv1.DeploymentList{} },
 		HasStatus:    true,
+		StatusMeta:   registry.StatusKeepsLabels,
 		Scale: &registry.ScaleAccessor{
 			SpecReplicas: func(obj runtime.Object) int32 { return replicas(obj.(*appsv1.Deployment)) },
 			SetSpecReplicas: func(obj runtime.Object, n int32) {

@@ -31,6 +31,7 @@ func Resource() registry.Resource {
 		New:                  func() runtime.Object { return &flowcontrolv1.FlowSchema{} },
 		NewList:              func() runtime.Object { return &flowcontrolv1.FlowSchemaList{} },
 		HasStatus:            true,
+		StatusMeta:           registry.StatusKeepsMeta,
 		Default:              setDefaults,
 		PrepareForCreate:     prepareForCreate,
 		Validate:             validate,

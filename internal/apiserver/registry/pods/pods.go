@@ -33,6 +33,7 @@ func Resource() registry.Resource {
 		New:              func() runtime.Object { return &corev1.Pod{} },
 		NewList:          func() runtime.Object { return &corev1.PodList{} },
 		HasStatus:        true,
+		StatusMeta:       registry.StatusKeepsMeta,
 		Default:          func(obj runtime.Object) { Default(obj.(*corev1.Pod)) },
 		PrepareForCreate: func(obj runtime.Object) { prepareForCreate(obj.(*corev1.Pod)) },
 		Validate:         func(obj runtime.Object) field.ErrorList { return validate(obj.(*corev1.Pod)) },

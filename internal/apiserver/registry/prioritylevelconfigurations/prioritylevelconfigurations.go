@@ -38,6 +38,7 @@ func Resource() registry.Resource {
 		New:                  func() runtime.Object { return &flowcontrolv1.PriorityLevelConfiguration{} },
 		NewList:              func() runtime.Object { return &flowcontrolv1.PriorityLevelConfigurationList{} },
 		HasStatus:            true,
+		StatusMeta:           registry.StatusKeepsMeta,
 		Default:              setDefaults,
 		PrepareForCreate:     prepareForCreate,
 		ValidateCreate:       validateCreate,

@@ -30,6 +30,7 @@ func Resource() registry.Resource {
 		New:                  func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicy{} },
 		NewList:              func() runtime.Object { return &admissionregistrationv1.ValidatingAdmissionPolicyList{} },
 		HasStatus:            true,
+		StatusMeta:           registry.StatusKeepsMeta,
 		Default:              setDefaults,
 		PrepareForCreate:     prepareForCreate,
 		ValidateCreate:       validateCreate,

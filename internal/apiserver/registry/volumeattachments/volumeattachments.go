@@ -33,6 +33,7 @@ func Resource() registry.Resource {
 		New:          func() runtime.Object { return &storagev1.VolumeAttachment{} },
 		NewList:      func() runtime.Object { return &storagev1.VolumeAttachmentList{} },
 		HasStatus:    true,
+		StatusMeta:   registry.StatusKeepsMeta,
 		PrepareForCreate: func(obj runtime.Object) {
 			obj.(*storagev1.VolumeAttachment).Status = storagev1.VolumeAttachmentStatus{}
 		},
