@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // What metadata a patch of /status changes depends on the resource, as
@@ -56,5 +57,31 @@ func TestStatusWritesMetadata(t *testing.T) {
 	}
 	if d.Labels["patched"] != "" || d.Annotations["patched"] != "yes" {
 		t.Errorf("deployment after a status patch: labels %v annotations %v, want only the annotation patched", d.Labels, d.Annotations)
+	}
+}
+
+// A pod's generation starts at 1, stays there when the scheduler binds it
+// and moves with each change of its spec, as upstream's.
+func TestPodGeneration(t *testing.T) {
+	_, client := newClient(t, "gen")
+	ctx := testContext(t)
+	pod, err := client.CoreV1().Pods("gen").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: corev1.PodSpec{ActiveDeadlineSeconds: ptr.To[int64](100), Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Generation != 1 {
+		t.Errorf("generation after create = %d, want 1", pod.Generation)
+	}
+	if err := client.CoreV1().Pods("gen").Bind(ctx, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if pod, err = client.CoreV1().Pods("gen").Get(ctx, "p", metav1.GetOptions{}); err != nil || pod.Generation != 1 || pod.Spec.NodeName != "n1" {
+		t.Fatalf("after binding: generation %d node %q (%v), want 1 on n1", pod.Generation, pod.Spec.NodeName, err)
+	}
+	pod.Spec.ActiveDeadlineSeconds = ptr.To[int64](99)
+	if pod, err = client.CoreV1().Pods("gen").Update(ctx, pod, metav1.UpdateOptions{}); err != nil || pod.Generation != 2 {
+		t.Fatalf("after a spec update: generation %d (%v), want 2", pod.Generation, err)
 	}
 }

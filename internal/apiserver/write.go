@@ -308,8 +308,9 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 		// a custom resource's status write was prepared above.
 		rs.res.PrepareForUpdate(obj, old)
 	}
-	// Custom resources' PrepareForUpdate moves their generation.
-	if rs.res.HasStatus && rs.custom == nil && subresource != "status" && (specChanged(obj, old) || annotationsBumpGeneration(rs, accessor, oldAccessor)) {
+	// Custom resources' PrepareForUpdate moves their generation; the
+	// server's own updates (a binding) move none, as upstream's.
+	if rs.res.HasStatus && rs.custom == nil && subresource != "status" && subresource != internalUpdate && (specChanged(obj, old) || annotationsBumpGeneration(rs, accessor, oldAccessor)) {
 		accessor.SetGeneration(oldAccessor.GetGeneration() + 1)
 	}
 	if errs := validateObject(rs, obj, old, subresource); len(errs) > 0 {
