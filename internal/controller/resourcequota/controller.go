@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"orch/internal/controller"
+	"orch/internal/quota"
 	"orch/internal/worker"
 )
 
@@ -80,22 +81,23 @@ func (c *Controller) sync(ctx context.Context, ns string) error {
 		return err
 	}
 	all := labels.Everything()
-	var o objects
+	var o quota.Objects
 	pods, _ := c.pods.Pods(ns).List(all)
-	o.services, _ = c.services.Services(ns).List(all)
+	o.Services, _ = c.services.Services(ns).List(all)
 	cms, _ := c.configMaps.ConfigMaps(ns).List(all)
 	secrets, _ := c.secrets.Secrets(ns).List(all)
-	o.claims, _ = c.claims.PersistentVolumeClaims(ns).List(all)
+	o.Claims, _ = c.claims.PersistentVolumeClaims(ns).List(all)
 	rcs, _ := c.controllers.ReplicationControllers(ns).List(all)
-	o.configMaps, o.secrets, o.controllers, o.quotas = len(cms), len(secrets), len(rcs), len(quotas)
+	o.ConfigMaps, o.Secrets, o.Controllers, o.Quotas = len(cms), len(secrets), len(rcs), len(quotas)
 	for _, q := range quotas {
-		if q.Spec.ScopeSelector != nil {
-			c.log.Warn("quota scope selectors (priority class, cross-namespace affinity) are not implemented; status not updated", "quota", ns+"/"+q.Name)
-			continue
-		}
 		scoped := o
-		scoped.pods = inScopes(pods, q.Spec.Scopes)
-		status := corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: usage(q.Spec.Hard, scoped)}
+		scoped.Pods = nil
+		for _, p := range pods {
+			if quota.PodMatches(p, q.Spec) {
+				scoped.Pods = append(scoped.Pods, p)
+			}
+		}
+		status := corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: quota.Usage(q.Spec.Hard, scoped)}
 		if apiequality.Semantic.DeepEqual(q.Status, status) {
 			continue
 		}
@@ -106,39 +108,4 @@ func (c *Controller) sync(ctx context.Context, ns string) error {
 		}
 	}
 	return nil
-}
-
-// inScopes keeps the pods every scope matches.
-func inScopes(pods []*corev1.Pod, scopes []corev1.ResourceQuotaScope) []*corev1.Pod {
-	var out []*corev1.Pod
-	for _, p := range pods {
-		match := true
-		for _, s := range scopes {
-			terminating := p.Spec.ActiveDeadlineSeconds != nil
-			bestEffort := isBestEffort(p)
-			switch s {
-			case corev1.ResourceQuotaScopeTerminating:
-				match = match && terminating
-			case corev1.ResourceQuotaScopeNotTerminating:
-				match = match && !terminating
-			case corev1.ResourceQuotaScopeBestEffort:
-				match = match && bestEffort
-			case corev1.ResourceQuotaScopeNotBestEffort:
-				match = match && !bestEffort
-			}
-		}
-		if match {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func isBestEffort(p *corev1.Pod) bool {
-	for _, c := range append(append([]corev1.Container{}, p.Spec.InitContainers...), p.Spec.Containers...) {
-		if len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0 {
-			return false
-		}
-	}
-	return true
 }

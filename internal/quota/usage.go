@@ -1,29 +1,33 @@
-package resourcequota
+// Package quota counts what a namespace's objects use of a ResourceQuota,
+// as upstream's quota evaluators: the quota controller recounts a
+// namespace from it, and the apiserver's admission adds what a new object
+// would use.
+package quota
 
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// objects is what a namespace holds, as usage is counted from it.
-type objects struct {
-	pods        []*corev1.Pod
-	services    []*corev1.Service
-	configMaps  int
-	secrets     int
-	claims      []*corev1.PersistentVolumeClaim
-	controllers int
-	quotas      int
+// Objects is what a namespace holds, as usage is counted from it.
+type Objects struct {
+	Pods        []*corev1.Pod
+	Services    []*corev1.Service
+	ConfigMaps  int
+	Secrets     int
+	Claims      []*corev1.PersistentVolumeClaim
+	Controllers int
+	Quotas      int
 }
 
-// usage computes status.used for the resources named in hard, as upstream's
+// Usage computes status.used for the resources named in hard, as upstream's
 // evaluators count them: pods that have not finished, their container
 // requests and limits (the larger of the sum of app containers and any init
 // container, plus overhead), services by type, claims and their storage.
-func usage(hard corev1.ResourceList, o objects) corev1.ResourceList {
+func Usage(hard corev1.ResourceList, o Objects) corev1.ResourceList {
 	used := corev1.ResourceList{}
 	var active []*corev1.Pod
-	for _, p := range o.pods {
+	for _, p := range o.Pods {
 		if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil {
 			active = append(active, p)
 		}
@@ -34,23 +38,23 @@ func usage(hard corev1.ResourceList, o objects) corev1.ResourceList {
 		case corev1.ResourcePods, "count/pods":
 			used[name] = count(len(active))
 		case corev1.ResourceServices, "count/services":
-			used[name] = count(len(o.services))
+			used[name] = count(len(o.Services))
 		case corev1.ResourceServicesNodePorts:
-			used[name] = count(nodePorts(o.services))
+			used[name] = count(nodePorts(o.Services))
 		case corev1.ResourceServicesLoadBalancers:
-			used[name] = count(servicesOfType(o.services, corev1.ServiceTypeLoadBalancer))
+			used[name] = count(servicesOfType(o.Services, corev1.ServiceTypeLoadBalancer))
 		case corev1.ResourceConfigMaps, "count/configmaps":
-			used[name] = count(o.configMaps)
+			used[name] = count(o.ConfigMaps)
 		case corev1.ResourceSecrets, "count/secrets":
-			used[name] = count(o.secrets)
+			used[name] = count(o.Secrets)
 		case corev1.ResourceReplicationControllers, "count/replicationcontrollers":
-			used[name] = count(o.controllers)
+			used[name] = count(o.Controllers)
 		case corev1.ResourceQuotas, "count/resourcequotas":
-			used[name] = count(o.quotas)
+			used[name] = count(o.Quotas)
 		case corev1.ResourcePersistentVolumeClaims, "count/persistentvolumeclaims":
-			used[name] = count(len(o.claims))
+			used[name] = count(len(o.Claims))
 		case corev1.ResourceRequestsStorage:
-			used[name] = claimStorage(o.claims)
+			used[name] = claimStorage(o.Claims)
 		case corev1.ResourceCPU, corev1.ResourceRequestsCPU:
 			used[name] = podTotal(active, corev1.ResourceCPU, false)
 		case corev1.ResourceMemory, corev1.ResourceRequestsMemory:
