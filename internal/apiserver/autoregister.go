@@ -43,6 +43,7 @@ var builtinPriorities = map[schema.GroupVersion]apiServicePriority{
 	{Group: "node.k8s.io", Version: "v1"}:                  {16300, 15},
 	{Group: "discovery.k8s.io", Version: "v1"}:             {16200, 15},
 	{Group: "flowcontrol.apiserver.k8s.io", Version: "v1"}: {16100, 21},
+	{Group: "storagemigration.k8s.io", Version: "v1"}:      {15800, 15},
 }
 
 // The priorities of the APIServices of custom resources (upstream's CRD

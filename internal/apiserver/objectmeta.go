@@ -20,7 +20,7 @@ import (
 // prepareCreateMeta fills in the metadata the server owns on create.
 func prepareCreateMeta(rs *resourceStore, accessor metav1.Object, now metav1.Time) {
 	if accessor.GetName() == "" && accessor.GetGenerateName() != "" {
-		accessor.SetName(generateName(accessor.GetGenerateName()))
+		accessor.SetName(newName(rs.res.NameValidation, accessor.GetGenerateName()))
 	}
 	accessor.SetUID(uuid.NewUUID())
 	accessor.SetCreationTimestamp(now)
@@ -62,8 +62,20 @@ func generateName(base string) string {
 	return base + string(b)
 }
 
+// newName is the name of an object created with only a generateName: the
+// base and a random suffix, or the base alone where the name is an IP
+// address.
+func newName(rule registry.NameRule, base string) string {
+	if rule == registry.NameIP {
+		return base
+	}
+	return generateName(base)
+}
+
 func nameValidator(rule registry.NameRule) apivalidation.ValidateNameFunc {
 	switch rule {
+	case registry.NameIP:
+		return registry.IPName
 	case registry.NameLabel:
 		return apivalidation.NameIsDNSLabel
 	case registry.NameLabel1035:

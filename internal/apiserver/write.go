@@ -153,7 +153,7 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, namespace 
 	}
 	created, err := rs.create(ctx, managed)
 	for retry := 0; retry < 5 && errors.Is(err, storage.ErrExists) && accessor.GetGenerateName() != ""; retry++ {
-		mustAccessor(managed).SetName(generateName(accessor.GetGenerateName()))
+		mustAccessor(managed).SetName(newName(rs.res.NameValidation, accessor.GetGenerateName()))
 		created, err = rs.create(ctx, managed)
 	}
 	if err != nil {
@@ -213,7 +213,7 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, info requestInfo
 // allowCreateOnUpdate lists the resources a PUT may create, as upstream.
 func allowCreateOnUpdate(rs *resourceStore) bool {
 	switch rs.res.Resource {
-	case "endpoints", "leases", "events", "roles", "rolebindings", "clusterroles", "clusterrolebindings":
+	case "endpoints", "leases", "events", "roles", "rolebindings", "clusterroles", "clusterrolebindings", "runtimeclasses":
 		return true
 	}
 	return false

@@ -121,15 +121,21 @@ var apiResources = []string{
 	"leases  coordination.k8s.io/v1 true Lease", "endpointslices  discovery.k8s.io/v1 true EndpointSlice",
 	"events ev events.k8s.io/v1 true Event",
 	"ingressclasses  networking.k8s.io/v1 false IngressClass", "ingresses ing networking.k8s.io/v1 true Ingress",
+	"ipaddresses ip networking.k8s.io/v1 false IPAddress",
 	"networkpolicies netpol networking.k8s.io/v1 true NetworkPolicy",
+	"servicecidrs  networking.k8s.io/v1 false ServiceCIDR",
+	"runtimeclasses  node.k8s.io/v1 false RuntimeClass",
 	"poddisruptionbudgets pdb policy/v1 true PodDisruptionBudget",
 	"clusterrolebindings  rbac.authorization.k8s.io/v1 false ClusterRoleBinding",
 	"clusterroles  rbac.authorization.k8s.io/v1 false ClusterRole",
 	"rolebindings  rbac.authorization.k8s.io/v1 true RoleBinding", "roles  rbac.authorization.k8s.io/v1 true Role",
 	"priorityclasses pc scheduling.k8s.io/v1 false PriorityClass",
 	"csidrivers  storage.k8s.io/v1 false CSIDriver", "csinodes  storage.k8s.io/v1 false CSINode",
+	"csistoragecapacities  storage.k8s.io/v1 true CSIStorageCapacity",
 	"storageclasses sc storage.k8s.io/v1 false StorageClass",
 	"volumeattachments  storage.k8s.io/v1 false VolumeAttachment",
+	"volumeattributesclasses vac storage.k8s.io/v1 false VolumeAttributesClass",
+	"storageversionmigrations  storagemigration.k8s.io/v1 false StorageVersionMigration",
 }
 
 func sorted(s []string) []string {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -143,7 +144,21 @@ const (
 	NamePathSegment
 	// NameLabel1035 is a DNS-1035 label (services).
 	NameLabel1035
+	// NameIP is an IP address in its canonical form (ipaddresses). As
+	// upstream has no name generator for them, a generateName is taken as
+	// the name itself.
+	NameIP
 )
+
+// IPName is the name validation of NameIP: why name (or a generateName,
+// checked the same) is not an IP address in canonical form.
+func IPName(name string, _ bool) []string {
+	var msgs []string
+	for _, err := range validation.IsValidIP(&field.Path{}, name) {
+		msgs = append(msgs, err.Detail)
+	}
+	return msgs
+}
 
 // SpecSubresource is a subresource such as pods/ephemeralcontainers: get,
 // update and patch on the whole object, of which a write keeps only what

@@ -11,6 +11,7 @@ import (
 	"orch/internal/apiserver/registry/cronjobs"
 	"orch/internal/apiserver/registry/csidrivers"
 	"orch/internal/apiserver/registry/csinodes"
+	"orch/internal/apiserver/registry/csistoragecapacities"
 	"orch/internal/apiserver/registry/customresourcedefinitions"
 	"orch/internal/apiserver/registry/daemonsets"
 	"orch/internal/apiserver/registry/deployments"
@@ -22,6 +23,7 @@ import (
 	"orch/internal/apiserver/registry/horizontalpodautoscalers"
 	"orch/internal/apiserver/registry/ingressclasses"
 	"orch/internal/apiserver/registry/ingresses"
+	"orch/internal/apiserver/registry/ipaddresses"
 	"orch/internal/apiserver/registry/jobs"
 	"orch/internal/apiserver/registry/leases"
 	"orch/internal/apiserver/registry/limitranges"
@@ -43,15 +45,19 @@ import (
 	"orch/internal/apiserver/registry/resourcequotas"
 	"orch/internal/apiserver/registry/rolebindings"
 	"orch/internal/apiserver/registry/roles"
+	"orch/internal/apiserver/registry/runtimeclasses"
 	"orch/internal/apiserver/registry/secrets"
 	"orch/internal/apiserver/registry/serviceaccounts"
+	"orch/internal/apiserver/registry/servicecidrs"
 	"orch/internal/apiserver/registry/services"
 	"orch/internal/apiserver/registry/statefulsets"
 	"orch/internal/apiserver/registry/storageclasses"
+	"orch/internal/apiserver/registry/storageversionmigrations"
 	"orch/internal/apiserver/registry/validatingadmissionpolicies"
 	"orch/internal/apiserver/registry/validatingadmissionpolicybindings"
 	"orch/internal/apiserver/registry/validatingwebhookconfigurations"
 	"orch/internal/apiserver/registry/volumeattachments"
+	"orch/internal/apiserver/registry/volumeattributesclasses"
 )
 
 // Resources is every resource the apiserver serves, in discovery order:
@@ -86,18 +92,23 @@ func Resources() []registry.Resource {
 		horizontalpodautoscalers.ResourceV1(),
 		jobs.Resource(),
 		cronjobs.Resource(),
-		ingresses.Resource(),
+		// Upstream lists a group version's resources by name.
 		ingressclasses.Resource(),
+		ingresses.Resource(),
+		ipaddresses.Resource(),
 		networkpolicies.Resource(),
+		servicecidrs.Resource(),
 		poddisruptionbudgets.Resource(),
 		roles.Resource(),
 		rolebindings.Resource(),
 		clusterroles.Resource(),
 		clusterrolebindings.Resource(),
-		storageclasses.Resource(),
 		csidrivers.Resource(),
 		csinodes.Resource(),
+		csistoragecapacities.Resource(),
+		storageclasses.Resource(),
 		volumeattachments.Resource(),
+		volumeattributesclasses.Resource(),
 		// admissionregistration.k8s.io shares its priority with
 		// apiextensions.k8s.io and comes first by name; upstream lists a
 		// group version's resources by name.
@@ -110,8 +121,10 @@ func Resources() []registry.Resource {
 		customresourcedefinitions.Resource(),
 		priorityclasses.Resource(),
 		leases.Resource(),
+		runtimeclasses.Resource(),
 		endpointslices.Resource(),
 		flowschemas.Resource(),
 		prioritylevelconfigurations.Resource(),
+		storageversionmigrations.Resource(),
 	}
 }

@@ -92,3 +92,38 @@ func TestFlowControlAfterDiscovery(t *testing.T) {
 		t.Errorf("order %v, want %v", got, want)
 	}
 }
+
+// TestLastGroups checks the order of the groups of lowest priority:
+// coordination.k8s.io (16500), node.k8s.io (16300), discovery.k8s.io
+// (16200), flowcontrol.apiserver.k8s.io (16100) and
+// storagemigration.k8s.io (15800) last.
+func TestLastGroups(t *testing.T) {
+	var groups []string
+	for _, r := range Resources() {
+		if g := r.GroupVersion.String(); len(groups) == 0 || groups[len(groups)-1] != g {
+			groups = append(groups, g)
+		}
+	}
+	want := []string{"coordination.k8s.io/v1", "node.k8s.io/v1", "discovery.k8s.io/v1", "flowcontrol.apiserver.k8s.io/v1", "storagemigration.k8s.io/v1"}
+	if len(groups) < len(want) || !reflect.DeepEqual(groups[len(groups)-len(want):], want) {
+		t.Errorf("group versions end %v, want %v", groups, want)
+	}
+}
+
+// TestSortedGroups checks that the resources of networking.k8s.io/v1 and
+// storage.k8s.io/v1 come by name, as upstream lists them.
+func TestSortedGroups(t *testing.T) {
+	got := map[string][]string{}
+	for _, r := range Resources() {
+		if gv := r.GroupVersion.String(); gv == "networking.k8s.io/v1" || gv == "storage.k8s.io/v1" {
+			got[gv] = append(got[gv], r.Resource)
+		}
+	}
+	want := map[string][]string{
+		"networking.k8s.io/v1": {"ingressclasses", "ingresses", "ipaddresses", "networkpolicies", "servicecidrs"},
+		"storage.k8s.io/v1":    {"csidrivers", "csinodes", "csistoragecapacities", "storageclasses", "volumeattachments", "volumeattributesclasses"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("resources %v, want %v", got, want)
+	}
+}

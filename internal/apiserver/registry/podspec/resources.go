@@ -38,6 +38,12 @@ func validateResourceRequirements(r *corev1.ResourceRequirements, forContainer b
 	return errs
 }
 
+// ValidateContainerResources checks requests and limits as a container's
+// are checked; upstream checks a RuntimeClass's overhead with it too.
+func ValidateContainerResources(r *corev1.ResourceRequirements, path *field.Path) field.ErrorList {
+	return validateResourceRequirements(r, true, path)
+}
+
 // ValidateResourceQuantity checks one quantity of a resource list: never
 // negative, and a whole number for resources that cannot be divided.
 func ValidateResourceQuantity(name corev1.ResourceName, q resource.Quantity, path *field.Path) field.ErrorList {

@@ -73,16 +73,8 @@ func setDefaults(obj runtime.Object) {
 
 func validate(obj runtime.Object) field.ErrorList {
 	sc := obj.(*storagev1.StorageClass)
-	var errs field.ErrorList
-	p := field.NewPath("provisioner")
-	if sc.Provisioner == "" {
-		errs = append(errs, field.Required(p, ""))
-	} else {
-		for _, msg := range validation.IsQualifiedName(strings.ToLower(sc.Provisioner)) {
-			errs = append(errs, field.Invalid(p, sc.Provisioner, msg))
-		}
-	}
-	errs = append(errs, validateParameters(sc.Parameters, field.NewPath("parameters"))...)
+	errs := ValidateProvisioner(sc.Provisioner, field.NewPath("provisioner"))
+	errs = append(errs, ValidateParameters(sc.Parameters, true, field.NewPath("parameters"))...)
 	if sc.ReclaimPolicy != nil && *sc.ReclaimPolicy != "" && !sets.New(reclaimPolicies...).Has(string(*sc.ReclaimPolicy)) {
 		errs = append(errs, field.NotSupported(field.NewPath("reclaimPolicy"), *sc.ReclaimPolicy, reclaimPolicies))
 	}
@@ -95,7 +87,23 @@ func validate(obj runtime.Object) field.ErrorList {
 	return append(errs, validateTopologies(sc.AllowedTopologies, field.NewPath("allowedTopologies"))...)
 }
 
-func validateParameters(params map[string]string, p *field.Path) field.ErrorList {
+// ValidateProvisioner wants the name of a provisioner (or of the CSI driver
+// of a volume attributes class): a qualified name, in any case.
+func ValidateProvisioner(name string, p *field.Path) field.ErrorList {
+	if name == "" {
+		return field.ErrorList{field.Required(p, "")}
+	}
+	var errs field.ErrorList
+	for _, msg := range validation.IsQualifiedName(strings.ToLower(name)) {
+		errs = append(errs, field.Invalid(p, name, msg))
+	}
+	return errs
+}
+
+// ValidateParameters checks the parameters of a storage class or of a
+// volume attributes class: no empty key, at most 512 of them and 256 KiB
+// of keys and values together, and at least one unless allowEmpty.
+func ValidateParameters(params map[string]string, allowEmpty bool, p *field.Path) field.ErrorList {
 	if len(params) > maxParametersCount {
 		return field.ErrorList{field.TooLong(p, "", maxParametersCount)}
 	}
@@ -109,6 +117,9 @@ func validateParameters(params map[string]string, p *field.Path) field.ErrorList
 	}
 	if size > maxParametersSize {
 		errs = append(errs, field.TooLong(p, "", maxParametersSize))
+	}
+	if !allowEmpty && len(params) == 0 {
+		errs = append(errs, field.Required(p, "must contain at least one key/value pair"))
 	}
 	return errs
 }
