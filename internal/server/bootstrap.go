@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -128,6 +129,9 @@ func (b *bootstrap) reconcile(ctx context.Context, client kubernetes.Interface) 
 	if err := b.ensureDNSService(ctx, client); err != nil {
 		return err
 	}
+	if err := b.ensureServiceCIDR(ctx, client); err != nil {
+		return err
+	}
 	b.services.finish()
 	ips, err := apiserverIPs(ctx, client, b.cfg.advertise, time.Now())
 	if err != nil {
@@ -192,6 +196,36 @@ func (b *bootstrap) ensureService(ctx context.Context, client kubernetes.Interfa
 	_, err = services.Create(ctx, svc, metav1.CreateOptions{FieldManager: "orch-bootstrap"})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("service default/kubernetes: %w", err)
+	}
+	return nil
+}
+
+// defaultServiceCIDRName is upstream's name of the ServiceCIDR of
+// --service-cidr.
+const defaultServiceCIDRName = "kubernetes"
+
+// ensureServiceCIDR keeps the default ServiceCIDR, the --service-cidr the
+// Services' cluster IPs come from, Ready, as upstream's default
+// ServiceCIDR controller.
+func (b *bootstrap) ensureServiceCIDR(ctx context.Context, client kubernetes.Interface) error {
+	cidrs := client.NetworkingV1().ServiceCIDRs()
+	sc, err := cidrs.Get(ctx, defaultServiceCIDRName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		sc, err = cidrs.Create(ctx, &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: defaultServiceCIDRName},
+			Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{b.cfg.serviceCIDR.String()}}}, metav1.CreateOptions{FieldManager: "orch-bootstrap"})
+	}
+	if err != nil {
+		return fmt.Errorf("the default ServiceCIDR: %w", err)
+	}
+	for _, c := range sc.Status.Conditions {
+		if c.Type == networkingv1.ServiceCIDRConditionReady && c.Status == metav1.ConditionTrue {
+			return nil
+		}
+	}
+	sc.Status.Conditions = []metav1.Condition{{Type: networkingv1.ServiceCIDRConditionReady, Status: metav1.ConditionTrue,
+		Message: "Kubernetes default Service CIDR is ready", LastTransitionTime: metav1.Now()}}
+	if _, err := cidrs.UpdateStatus(ctx, sc, metav1.UpdateOptions{FieldManager: "orch-bootstrap"}); err != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("the default ServiceCIDR's status: %w", err)
 	}
 	return nil
 }
