@@ -42,6 +42,7 @@ var builtinPriorities = map[schema.GroupVersion]apiServicePriority{
 	{Group: "coordination.k8s.io", Version: "v1"}:          {16500, 15},
 	{Group: "node.k8s.io", Version: "v1"}:                  {16300, 15},
 	{Group: "discovery.k8s.io", Version: "v1"}:             {16200, 15},
+	{Group: "resource.k8s.io", Version: "v1"}:              {16200, 21},
 	{Group: "flowcontrol.apiserver.k8s.io", Version: "v1"}: {16100, 21},
 	{Group: "storagemigration.k8s.io", Version: "v1"}:      {15800, 15},
 }

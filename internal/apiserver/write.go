@@ -180,9 +180,10 @@ func (s *Server) update(w http.ResponseWriter, r *http.Request, info requestInfo
 		return
 	}
 	accessor.SetNamespace(info.Namespace)
-	if rs.custom != nil && accessor.GetResourceVersion() == "" {
-		// As upstream: custom resources take no unconditional update (and
-		// one of an object that does not exist is 404 first).
+	if (rs.custom != nil || rs.res.UpdateRequiresResourceVersion) && accessor.GetResourceVersion() == "" {
+		// As upstream: custom resources (and a few built-in ones) take no
+		// unconditional update (and one of an object that does not exist
+		// is 404 first).
 		var err error = apierrors.NewInvalid(rs.gvk.GroupKind(), info.Name, field.ErrorList{
 			field.Invalid(field.NewPath("metadata", "resourceVersion"), accessor.GetResourceVersion(), "must be specified for an update")})
 		if _, getErr := rs.get(r.Context(), info.Namespace, info.Name); getErr != nil {

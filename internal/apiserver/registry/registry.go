@@ -43,6 +43,11 @@ type Resource struct {
 	StatusMeta StatusMetaRule
 	// Scale, when set, serves the scale subresource (autoscaling/v1 Scale).
 	Scale *ScaleAccessor
+	// UpdateRequiresResourceVersion refuses a PUT without
+	// metadata.resourceVersion (upstream's AllowUnconditionalUpdate false,
+	// as for devicetaintrules); other resources take it as "whatever is
+	// stored now".
+	UpdateRequiresResourceVersion bool
 
 	// Default applies upstream defaulting (SetDefaults_*) in place. It runs on
 	// create, update and patch, before validation.

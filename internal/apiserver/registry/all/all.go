@@ -15,6 +15,8 @@ import (
 	"orch/internal/apiserver/registry/customresourcedefinitions"
 	"orch/internal/apiserver/registry/daemonsets"
 	"orch/internal/apiserver/registry/deployments"
+	"orch/internal/apiserver/registry/deviceclasses"
+	"orch/internal/apiserver/registry/devicetaintrules"
 	"orch/internal/apiserver/registry/endpoints"
 	"orch/internal/apiserver/registry/endpointslices"
 	"orch/internal/apiserver/registry/events"
@@ -42,7 +44,10 @@ import (
 	"orch/internal/apiserver/registry/prioritylevelconfigurations"
 	"orch/internal/apiserver/registry/replicasets"
 	"orch/internal/apiserver/registry/replicationcontrollers"
+	"orch/internal/apiserver/registry/resourceclaims"
+	"orch/internal/apiserver/registry/resourceclaimtemplates"
 	"orch/internal/apiserver/registry/resourcequotas"
+	"orch/internal/apiserver/registry/resourceslices"
 	"orch/internal/apiserver/registry/rolebindings"
 	"orch/internal/apiserver/registry/roles"
 	"orch/internal/apiserver/registry/runtimeclasses"
@@ -123,6 +128,13 @@ func Resources() []registry.Resource {
 		leases.Resource(),
 		runtimeclasses.Resource(),
 		endpointslices.Resource(),
+		// resource.k8s.io shares its priority with discovery.k8s.io and
+		// comes after it by name.
+		deviceclasses.Resource(),
+		devicetaintrules.Resource(),
+		resourceclaims.Resource(),
+		resourceclaimtemplates.Resource(),
+		resourceslices.Resource(),
 		flowschemas.Resource(),
 		prioritylevelconfigurations.Resource(),
 		storageversionmigrations.Resource(),

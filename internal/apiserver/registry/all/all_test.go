@@ -77,17 +77,22 @@ func TestAggregatorGroupFirst(t *testing.T) {
 	}
 }
 
-// TestFlowControlAfterDiscovery checks that flowcontrol.apiserver.k8s.io
-// (upstream's group priority 16100) comes right after discovery.k8s.io
-// (16200), its resources by name.
+// TestFlowControlAfterDiscovery checks that discovery.k8s.io and
+// resource.k8s.io (upstream's group priority 16200 both, so by name) come
+// right before flowcontrol.apiserver.k8s.io (16100), each with its
+// resources by name.
 func TestFlowControlAfterDiscovery(t *testing.T) {
 	var got []string
 	for _, r := range Resources() {
-		if g := r.GroupVersion.Group; g == "discovery.k8s.io" || g == "flowcontrol.apiserver.k8s.io" {
+		switch r.GroupVersion.Group {
+		case "discovery.k8s.io", "resource.k8s.io", "flowcontrol.apiserver.k8s.io":
 			got = append(got, r.GroupVersion.String()+"/"+r.Resource)
 		}
 	}
-	want := []string{"discovery.k8s.io/v1/endpointslices", "flowcontrol.apiserver.k8s.io/v1/flowschemas", "flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations"}
+	want := []string{"discovery.k8s.io/v1/endpointslices",
+		"resource.k8s.io/v1/deviceclasses", "resource.k8s.io/v1/devicetaintrules", "resource.k8s.io/v1/resourceclaims",
+		"resource.k8s.io/v1/resourceclaimtemplates", "resource.k8s.io/v1/resourceslices",
+		"flowcontrol.apiserver.k8s.io/v1/flowschemas", "flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("order %v, want %v", got, want)
 	}
