@@ -92,3 +92,26 @@ func TestFlowControlAfterDiscovery(t *testing.T) {
 		t.Errorf("order %v, want %v", got, want)
 	}
 }
+
+// TestCertificatesBetweenBatchAndNetworking checks that
+// certificates.k8s.io (upstream's group priority 17300) comes between
+// batch (17400) and networking.k8s.io (17200), its resources by name.
+func TestCertificatesBetweenBatchAndNetworking(t *testing.T) {
+	var got []string
+	for i, r := range Resources() {
+		if r.GroupVersion.Group != "certificates.k8s.io" {
+			continue
+		}
+		if len(got) == 0 {
+			all := Resources()
+			if prev, next := all[i-1].GroupVersion.Group, all[i+3].GroupVersion.Group; prev != "batch" || next != "networking.k8s.io" {
+				t.Errorf("certificates.k8s.io comes after %q and before %q", prev, next)
+			}
+		}
+		got = append(got, r.GroupVersion.String()+"/"+r.Resource)
+	}
+	want := []string{"certificates.k8s.io/v1/certificatesigningrequests", "certificates.k8s.io/v1/clustertrustbundles", "certificates.k8s.io/v1/podcertificaterequests"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("order %v, want %v", got, want)
+	}
+}
