@@ -130,11 +130,18 @@ type subresource struct {
 	verbs metav1.Verbs
 }
 
-// specSubresourceNames lists the resource's spec subresources in order.
-func specSubresourceNames(rs *resourceStore) []string {
-	names := make([]string, 0, len(rs.res.SpecSubresources))
+// objectSubresourceNames lists, in order, the resource's subresources
+// other than status that take and return the whole object
+// (pods/ephemeralcontainers, certificatesigningrequests/approval).
+func objectSubresourceNames(rs *resourceStore) []string {
+	names := make([]string, 0, len(rs.res.SpecSubresources)+len(rs.res.Subresources))
 	for name := range rs.res.SpecSubresources {
 		names = append(names, name)
+	}
+	for name := range rs.res.Subresources {
+		if name != "status" {
+			names = append(names, name)
+		}
 	}
 	sort.Strings(names)
 	return names
@@ -149,7 +156,7 @@ func subresourcesOf(rs *resourceStore) []subresource {
 	if rs.res.Scale != nil {
 		subs = append(subs, subresource{"scale", schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, rw})
 	}
-	for _, name := range specSubresourceNames(rs) {
+	for _, name := range objectSubresourceNames(rs) {
 		subs = append(subs, subresource{name, rs.gvk, rw})
 	}
 	switch rs.res.Resource {

@@ -342,6 +342,9 @@ func (e equivalentResources) KindFor(resource schema.GroupVersionResource, subre
 	if rs == nil {
 		return schema.GroupVersionKind{}
 	}
+	if _, ok := rs.res.Subresources[subresource]; ok {
+		return rs.gvk
+	}
 	switch subresource {
 	case "", "status":
 		return rs.gvk

@@ -90,7 +90,8 @@ func nameValidator(rule registry.NameRule) apivalidation.ValidateNameFunc {
 // On create (old nil) ValidateCreate runs too. Update checks (immutable
 // fields) run when old is set, except for the server's own updates
 // (subresource internalUpdate: binding, finalize change what clients may
-// not); a spec subresource (pods/ephemeralcontainers) has its own.
+// not); a spec subresource (pods/ephemeralcontainers) or another
+// registry.Subresource has its own.
 func validateObject(rs *resourceStore, obj, old runtime.Object, subresource string) field.ErrorList {
 	accessor, _ := meta.Accessor(obj)
 	errs := apivalidation.ValidateObjectMetaAccessor(accessor, rs.res.Namespaced, nameValidator(rs.res.NameValidation), field.NewPath("metadata"))
@@ -106,6 +107,9 @@ func validateObject(rs *resourceStore, obj, old runtime.Object, subresource stri
 	}
 	validateUpdate := rs.res.ValidateUpdate
 	if sub, ok := rs.res.SpecSubresources[subresource]; ok {
+		validateUpdate = sub.ValidateUpdate
+	}
+	if sub, ok := rs.res.Subresources[subresource]; ok {
 		validateUpdate = sub.ValidateUpdate
 	}
 	switch {

@@ -45,7 +45,7 @@ func (s *Server) openAPIResources() []openapi.Resource {
 			if res.Scale != nil {
 				subs = append(subs, "scale")
 			}
-			subs = append(subs, specSubresourceNames(rs)...)
+			subs = append(subs, objectSubresourceNames(rs)...)
 			out = append(out, openapi.Resource{
 				GVK: rs.gvk, ListKind: res.Kind + "List", Resource: res.Resource, Namespaced: res.Namespaced,
 				Type: reflect.TypeOf(res.New()).Elem(), ListType: reflect.TypeOf(res.NewList()).Elem(),

@@ -18,7 +18,7 @@ import (
 func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore) {
 	fail := func(err error) { s.respondError(w, r, err, rs.gr, info.Name) }
 	switch {
-	case info.Subresource == "status" && rs.res.HasStatus, isSpecSubresource(rs, info.Subresource):
+	case info.Subresource == "status" && rs.res.HasStatus, isObjectSubresource(rs, info.Subresource):
 		switch info.Verb {
 		case "get":
 			s.get(w, r, info, rs)
@@ -46,11 +46,13 @@ func (s *Server) serveSubresource(w http.ResponseWriter, r *http.Request, info r
 	}
 }
 
-// isSpecSubresource is true when name is one of the resource's
-// subresources that write part of its spec (pods/ephemeralcontainers).
-func isSpecSubresource(rs *resourceStore, name string) bool {
-	_, ok := rs.res.SpecSubresources[name]
-	return ok
+// isObjectSubresource is true when name is one of the resource's
+// subresources that take and return the whole object and write part of it
+// (pods/ephemeralcontainers, certificatesigningrequests/approval).
+func isObjectSubresource(rs *resourceStore, name string) bool {
+	_, spec := rs.res.SpecSubresources[name]
+	_, whole := rs.res.Subresources[name]
+	return spec || whole
 }
 
 func isStreamingSubresource(name string) bool {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/admission"
 
+	"orch/internal/apiserver/filters"
 	"orch/internal/apiserver/registry"
 	"orch/internal/apiserver/registry/customresource"
 	"orch/internal/storage"
@@ -111,6 +112,10 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, namespace 
 	}
 	if rs.res.PrepareForCreate != nil {
 		rs.res.PrepareForCreate(obj)
+	}
+	if rs.res.PrepareForCreateWithUser != nil {
+		user, _ := filters.UserFrom(ctx)
+		rs.res.PrepareForCreateWithUser(obj, user)
 	}
 	if _, isService := obj.(*corev1.Service); isService {
 		// Allocation has side effects: report an existing name before it.
@@ -269,14 +274,18 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 		accessor.SetResourceVersion(oldAccessor.GetResourceVersion())
 	}
 	fieldSubresource := subresource
-	switch subresource {
-	case internalUpdate:
+	whole, isWhole := rs.res.Subresources[subresource]
+	switch {
+	case isWhole:
+		// Nothing is kept here: the subresource prepares the write below,
+		// after mutating admission, as upstream's strategies do.
+	case subresource == internalUpdate:
 		fieldSubresource = ""
-	case "":
+	case subresource == "":
 		if rs.res.HasStatus {
 			copyField(obj, old, "Status")
 		}
-	case "status":
+	case subresource == "status":
 		if rs.custom != nil {
 			customresource.PrepareForStatusUpdate(obj, old)
 			break
@@ -300,7 +309,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 	}
 	// Other subresources (and internal updates) are admitted as what their
 	// requests carry, by their handlers.
-	runExt := subresource == "" || subresource == "status"
+	runExt := subresource == "" || subresource == "status" || isWhole
 	adm := admissionRequest{rs: rs, op: admission.Update, subresource: subresource, obj: obj, old: old,
 		namespace: accessor.GetNamespace(), name: accessor.GetName(), dryRun: wr.dryRun, options: updateOptions(wr)}
 	if runExt {
@@ -308,7 +317,11 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 			return nil, err
 		}
 	}
-	if rs.res.PrepareForUpdate != nil && subresource != internalUpdate && (rs.custom == nil || subresource != "status") {
+	switch {
+	case isWhole:
+		// The subresource's own preparation keeps what it may not change.
+		whole.PrepareForUpdate(obj, old)
+	case rs.res.PrepareForUpdate != nil && subresource != internalUpdate && (rs.custom == nil || subresource != "status"):
 		// Internal updates (binding, finalize) change what clients may not;
 		// a custom resource's status write was prepared above.
 		rs.res.PrepareForUpdate(obj, old)

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"orch/internal/apiserver/authz"
 )
 
 // Resource is everything the generic handlers need to know about one resource.
@@ -56,6 +58,10 @@ type Resource struct {
 	// sets pod phase Pending). Generic metadata (uid, timestamps, generation) is
 	// handled by the caller.
 	PrepareForCreate func(obj runtime.Object)
+	// PrepareForCreateWithUser, when set, runs after PrepareForCreate with
+	// the user who makes the request (the zero User when there is none), for
+	// what a resource records of its requestor (certificatesigningrequests).
+	PrepareForCreateWithUser func(obj runtime.Object, user authz.User)
 	// PrepareForUpdate adjusts an updated object given the stored one (e.g. keeps
 	// fields only the server sets). Status preservation is generic (HasStatus).
 	PrepareForUpdate func(obj, old runtime.Object)
@@ -81,6 +87,12 @@ type Resource struct {
 	// SpecSubresources are the subresources, by name, that take and return the
 	// whole object but change only part of its spec (pods/ephemeralcontainers).
 	SpecSubresources map[string]SpecSubresource
+	// Subresources are the subresources, by name, that take and return the
+	// whole object and whose own PrepareForUpdate decides what a write
+	// through them changes (certificatesigningrequests/approval). An entry
+	// named "status" replaces the generic handling of /status (HasStatus
+	// must still be set).
+	Subresources map[string]Subresource
 	// NameValidation says which rule metadata.name follows; the zero value is
 	// DNS-1123 subdomain, as for most upstream resources.
 	NameValidation NameRule
@@ -172,6 +184,23 @@ func IPName(name string, _ bool) []string {
 type SpecSubresource struct {
 	// PrepareForUpdate resets in obj, from old, every part of the spec the
 	// subresource may not change. It runs before defaulting and validation.
+	PrepareForUpdate func(obj, old runtime.Object)
+	// ValidateUpdate replaces Resource.ValidateUpdate for writes through the
+	// subresource (Validate still runs).
+	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+}
+
+// Subresource is a subresource such as certificatesigningrequests/approval:
+// get, update and patch on the whole object. Unlike for /status and a
+// SpecSubresource, the handlers keep nothing of the stored object but the
+// metadata the server owns (uid, creation time, generation, ...), and the
+// resource's own PrepareForUpdate does not run: PrepareForUpdate here copies
+// from old whatever the subresource may not change, labels and annotations
+// included when it may not change them.
+type Subresource struct {
+	// PrepareForUpdate resets in obj, from old, everything the subresource
+	// may not change. It runs after defaulting and mutating admission, in
+	// place of Resource.PrepareForUpdate, before validation.
 	PrepareForUpdate func(obj, old runtime.Object)
 	// ValidateUpdate replaces Resource.ValidateUpdate for writes through the
 	// subresource (Validate still runs).

@@ -4,8 +4,10 @@ package all
 import (
 	"orch/internal/apiserver/registry"
 	"orch/internal/apiserver/registry/apiservices"
+	"orch/internal/apiserver/registry/certificatesigningrequests"
 	"orch/internal/apiserver/registry/clusterrolebindings"
 	"orch/internal/apiserver/registry/clusterroles"
+	"orch/internal/apiserver/registry/clustertrustbundles"
 	"orch/internal/apiserver/registry/configmaps"
 	"orch/internal/apiserver/registry/controllerrevisions"
 	"orch/internal/apiserver/registry/cronjobs"
@@ -37,6 +39,7 @@ import (
 	"orch/internal/apiserver/registry/nodes"
 	"orch/internal/apiserver/registry/persistentvolumeclaims"
 	"orch/internal/apiserver/registry/persistentvolumes"
+	"orch/internal/apiserver/registry/podcertificaterequests"
 	"orch/internal/apiserver/registry/poddisruptionbudgets"
 	"orch/internal/apiserver/registry/pods"
 	"orch/internal/apiserver/registry/podtemplates"
@@ -97,6 +100,9 @@ func Resources() []registry.Resource {
 		horizontalpodautoscalers.ResourceV1(),
 		jobs.Resource(),
 		cronjobs.Resource(),
+		certificatesigningrequests.Resource(),
+		clustertrustbundles.Resource(),
+		podcertificaterequests.Resource(),
 		// Upstream lists a group version's resources by name.
 		ingressclasses.Resource(),
 		ingresses.Resource(),

@@ -99,8 +99,8 @@ func TestFlowControlAfterDiscovery(t *testing.T) {
 }
 
 // TestLastGroups checks the order of the groups of lowest priority:
-// coordination.k8s.io (16500), node.k8s.io (16300), discovery.k8s.io
-// (16200), flowcontrol.apiserver.k8s.io (16100) and
+// coordination.k8s.io (16500), node.k8s.io (16300), discovery.k8s.io and
+// resource.k8s.io (16200, by name), flowcontrol.apiserver.k8s.io (16100) and
 // storagemigration.k8s.io (15800) last.
 func TestLastGroups(t *testing.T) {
 	var groups []string
@@ -109,7 +109,7 @@ func TestLastGroups(t *testing.T) {
 			groups = append(groups, g)
 		}
 	}
-	want := []string{"coordination.k8s.io/v1", "node.k8s.io/v1", "discovery.k8s.io/v1", "flowcontrol.apiserver.k8s.io/v1", "storagemigration.k8s.io/v1"}
+	want := []string{"coordination.k8s.io/v1", "node.k8s.io/v1", "discovery.k8s.io/v1", "resource.k8s.io/v1", "flowcontrol.apiserver.k8s.io/v1", "storagemigration.k8s.io/v1"}
 	if len(groups) < len(want) || !reflect.DeepEqual(groups[len(groups)-len(want):], want) {
 		t.Errorf("group versions end %v, want %v", groups, want)
 	}
@@ -130,5 +130,28 @@ func TestSortedGroups(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("resources %v, want %v", got, want)
+	}
+}
+
+// TestCertificatesBetweenBatchAndNetworking checks that
+// certificates.k8s.io (upstream's group priority 17300) comes between
+// batch (17400) and networking.k8s.io (17200), its resources by name.
+func TestCertificatesBetweenBatchAndNetworking(t *testing.T) {
+	var got []string
+	for i, r := range Resources() {
+		if r.GroupVersion.Group != "certificates.k8s.io" {
+			continue
+		}
+		if len(got) == 0 {
+			all := Resources()
+			if prev, next := all[i-1].GroupVersion.Group, all[i+3].GroupVersion.Group; prev != "batch" || next != "networking.k8s.io" {
+				t.Errorf("certificates.k8s.io comes after %q and before %q", prev, next)
+			}
+		}
+		got = append(got, r.GroupVersion.String()+"/"+r.Resource)
+	}
+	want := []string{"certificates.k8s.io/v1/certificatesigningrequests", "certificates.k8s.io/v1/clustertrustbundles", "certificates.k8s.io/v1/podcertificaterequests"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("order %v, want %v", got, want)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"orch/internal/apiserver/authz"
 	"orch/internal/apiserver/registry"
 )
 
@@ -87,13 +88,22 @@ func Validate(r registry.Resource, obj, old runtime.Object) field.ErrorList {
 }
 
 // Create runs what the handlers run on a create after metadata: Default,
-// PrepareForCreate, Validate and ValidateCreate.
+// PrepareForCreate, PrepareForCreateWithUser (with no user), Validate and
+// ValidateCreate.
 func Create(r registry.Resource, obj runtime.Object) field.ErrorList {
+	return CreateAs(r, obj, authz.User{})
+}
+
+// CreateAs is Create of a request that user makes.
+func CreateAs(r registry.Resource, obj runtime.Object, user authz.User) field.ErrorList {
 	if r.Default != nil {
 		r.Default(obj)
 	}
 	if r.PrepareForCreate != nil {
 		r.PrepareForCreate(obj)
+	}
+	if r.PrepareForCreateWithUser != nil {
+		r.PrepareForCreateWithUser(obj, user)
 	}
 	var errs field.ErrorList
 	if r.Validate != nil {
@@ -121,6 +131,30 @@ func Update(r registry.Resource, obj, old runtime.Object) field.ErrorList {
 	}
 	if r.ValidateUpdate != nil {
 		errs = append(errs, r.ValidateUpdate(obj, old)...)
+	}
+	return errs
+}
+
+// UpdateSubresource runs what the handlers run on a write of obj over old
+// through the resource's registry.Subresource name after metadata:
+// Default, its PrepareForUpdate, Validate and its ValidateUpdate. It fails
+// t when the resource has no such subresource.
+func UpdateSubresource(t *testing.T, r registry.Resource, name string, obj, old runtime.Object) field.ErrorList {
+	t.Helper()
+	sub, ok := r.Subresources[name]
+	if !ok {
+		t.Fatalf("%s has no subresource %q", r.Resource, name)
+	}
+	if r.Default != nil {
+		r.Default(obj)
+	}
+	sub.PrepareForUpdate(obj, old)
+	var errs field.ErrorList
+	if r.Validate != nil {
+		errs = append(errs, r.Validate(obj)...)
+	}
+	if sub.ValidateUpdate != nil {
+		errs = append(errs, sub.ValidateUpdate(obj, old)...)
 	}
 	return errs
 }
