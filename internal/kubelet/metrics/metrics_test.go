@@ -46,7 +46,9 @@ func TestRuntimeInterceptor(t *testing.T) {
 	k := New("n1")
 	i := k.RuntimeInterceptor()
 	ok := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
-	bad := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return errors.New("gone") }
+	bad := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
+		return errors.New("gone")
+	}
 	i(context.Background(), "/runtime.v1.RuntimeService/ListContainers", nil, nil, nil, ok)
 	i(context.Background(), "/runtime.v1.RuntimeService/ListContainers", nil, nil, nil, ok)
 	if err := i(context.Background(), "/runtime.v1.RuntimeService/StopContainer", nil, nil, nil, bad); err == nil {
