@@ -40,6 +40,7 @@ func upstreamClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		clusterBinding("system:kube-scheduler", users(SchedulerUser)),
 		clusterBinding("system:volume-scheduler", users(SchedulerUser)),
 		clusterBinding("system:service-account-issuer-discovery", groups(serviceAccountsGroup)),
+		clusterBinding("system:cluster-trust-bundle-discovery", groups(serviceAccountsGroup)),
 	}
 }
 

@@ -117,6 +117,7 @@ func upstreamClusterRoles() []rbacv1.ClusterRole {
 			verbs("list", "watch").groups(networking).resources("servicecidrs"),
 		),
 		clusterRole("system:kube-scheduler", kubeSchedulerRules()...),
+		clusterRole("system:cluster-trust-bundle-discovery", verbs(read...).groups(certificates).resources("clustertrustbundles")),
 	}
 	return roles
 }
@@ -165,6 +166,7 @@ func aggregateToEdit() []rule {
 		verbs(write...).groups(policyGroup).resources("poddisruptionbudgets"),
 		verbs(write...).groups(networking).resources("networkpolicies", "ingresses"),
 		verbs(readWrite...).groups(coordination).resources("leases"),
+		verbs(write...).groups(resourceGroup).resources("resourceclaims", "resourceclaimtemplates"),
 	}
 }
 
@@ -187,6 +189,7 @@ func aggregateToView() []rule {
 			"replicationcontrollers/scale", "networkpolicies"),
 		verbs(read...).groups(policyGroup).resources("poddisruptionbudgets", "poddisruptionbudgets/status"),
 		verbs(read...).groups(networking).resources("ingresses", "ingresses/status", "networkpolicies"),
+		verbs(read...).groups(resourceGroup).resources("resourceclaims", "resourceclaims/status", "resourceclaimtemplates"),
 	}
 }
 
@@ -218,6 +221,8 @@ func nodeRules() []rule {
 		verbs(read...).groups(nodeGroup).resources("runtimeclasses"),
 		verbs("get").groups(resourceGroup).resources("resourceclaims"),
 		verbs("deletecollection").groups(resourceGroup).resources("resourceslices"),
+		verbs(read...).groups(certificates).resources("clustertrustbundles"),
+		verbs("get", "list", "watch", "create").groups(certificates).resources("podcertificaterequests"),
 	}
 }
 

@@ -50,6 +50,7 @@ var upstreamRules = map[string][]rbacv1.PolicyRule{
 		r(g("policy"), res("poddisruptionbudgets"), writeVerbs),
 		r(g("networking.k8s.io"), res("ingresses", "networkpolicies"), writeVerbs),
 		r(g("coordination.k8s.io"), res("leases"), allVerbs),
+		r(g("resource.k8s.io"), res("resourceclaims", "resourceclaimtemplates"), writeVerbs),
 	},
 	"system:aggregate-to-view": {
 		r(g(""), res("configmaps", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status", "pods",
@@ -68,6 +69,7 @@ var upstreamRules = map[string][]rbacv1.PolicyRule{
 			"replicationcontrollers/scale"), get),
 		r(g("policy"), res("poddisruptionbudgets", "poddisruptionbudgets/status"), get),
 		r(g("networking.k8s.io"), res("ingresses", "ingresses/status", "networkpolicies"), get),
+		r(g("resource.k8s.io"), res("resourceclaims", "resourceclaims/status", "resourceclaimtemplates"), get),
 	},
 	"system:node": {
 		r(g("authentication.k8s.io"), res("tokenreviews"), verbs("create")),
@@ -94,6 +96,8 @@ var upstreamRules = map[string][]rbacv1.PolicyRule{
 		r(g("node.k8s.io"), res("runtimeclasses"), get),
 		r(g("resource.k8s.io"), res("resourceclaims"), verbs("get")),
 		r(g("resource.k8s.io"), res("resourceslices"), verbs("deletecollection")),
+		r(g("certificates.k8s.io"), res("clustertrustbundles"), get),
+		r(g("certificates.k8s.io"), res("podcertificaterequests"), verbs("create", "get", "list", "watch")),
 	},
 	"system:controller:deployment-controller": {
 		r(g("apps", "extensions"), res("deployments"), verbs("get", "list", "update", "watch")),

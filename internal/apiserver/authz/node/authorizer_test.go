@@ -152,7 +152,8 @@ func TestAuthorize(t *testing.T) {
 		{"runtime classes", res("watch", "node.k8s.io", "runtimeclasses", "", "", ""), authz.Allow, ""},
 		{"certificate signing requests", res("create", "certificates.k8s.io", "certificatesigningrequests", "", "", ""), authz.Allow, ""},
 		{"deployments", res("list", "apps", "deployments", "", "", ""), authz.NoOpinion, ""},
-		{"resource claims (DRA is not served)", res("get", "resource.k8s.io", "resourceclaims", "", "ns1", "c"), authz.NoOpinion, ""},
+		{"cluster trust bundles", res("list", "certificates.k8s.io", "clustertrustbundles", "", "", ""), authz.Allow, ""},
+		{"resource claims (not in the graph)", res("get", "resource.k8s.io", "resourceclaims", "", "ns1", "c"), authz.NoOpinion, ""},
 		{"non-resource path", authz.Attributes{User: nodeUser("node1"), Verb: "get", Path: "/healthz"}, authz.NoOpinion, ""},
 	}
 	a := fixture()

@@ -14,9 +14,9 @@ import (
 // certificatesigningrequests, which upstream grants unconditionally. The
 // Node authorizer answers every request its graph and selector checks do
 // not cover with these rules. Left out: the DynamicResourceAllocation rules
-// (resourceclaims get, resourceslices deletecollection), ClusterTrustBundle
-// and PodCertificateRequest rules: orch serves neither resource.k8s.io nor
-// those certificates.k8s.io kinds.
+// (resourceclaims get, resourceslices deletecollection), which upstream
+// narrows to the node's own claims and slices: orch's graph does not
+// track them, and its kubelet runs no DRA driver.
 var Rules = []rbacv1.PolicyRule{
 	// API access checks; these creates change nothing.
 	rule([]string{"create"}, "authentication.k8s.io", "tokenreviews"),
@@ -47,6 +47,9 @@ var Rules = []rbacv1.PolicyRule{
 	rule([]string{"get", "watch", "list"}, "storage.k8s.io", "csidrivers"),
 	rule([]string{"get", "create", "update", "patch", "delete"}, "storage.k8s.io", "csinodes"),
 	rule([]string{"get", "list", "watch"}, "node.k8s.io", "runtimeclasses"),
+	// clusterTrustBundle and podCertificate projected volumes.
+	rule([]string{"get", "list", "watch"}, "certificates.k8s.io", "clustertrustbundles"),
+	rule([]string{"get", "list", "watch", "create"}, "certificates.k8s.io", "podcertificaterequests"),
 	// The service account of a pod, for image credential providers
 	// (KubeletServiceAccountTokenForCredentialProviders, on since 1.34).
 	rule([]string{"get"}, "", "serviceaccounts"),
