@@ -19,8 +19,8 @@ import (
 
 // admitCreate runs the built-in admission steps for a new object: namespace
 // lifecycle, cluster IP and node port allocation for services, and for
-// pods the service account, priority, default tolerations and runtime
-// class.
+// pods the LimitRange defaults, service account, priority, default
+// tolerations and runtime class.
 func (s *Server) admitCreate(ctx context.Context, rs *resourceStore, obj runtime.Object, dryRun bool) error {
 	if err := s.checkNamespace(ctx, rs, obj); err != nil {
 		return err
@@ -36,6 +36,9 @@ func (s *Server) admitCreate(ctx context.Context, rs *resourceStore, obj runtime
 	case *corev1.Service:
 		return s.allocateService(ctx, rs, o, nil, dryRun)
 	case *corev1.Pod:
+		if err := s.defaultPodLimits(ctx, o); err != nil {
+			return err
+		}
 		if err := s.admitServiceAccount(ctx, o); err != nil {
 			return err
 		}

@@ -149,6 +149,10 @@ func (s *Server) createObject(ctx context.Context, rs *resourceStore, namespace 
 		s.releaseOnFailure(ctx, rs, obj, wr.dryRun)
 		return nil, err
 	}
+	if err := s.checkLimitRanges(ctx, rs, accessor.GetNamespace(), accessor.GetName(), managed); err != nil {
+		s.releaseOnFailure(ctx, rs, obj, wr.dryRun)
+		return nil, err
+	}
 	if err := s.admitQuota(ctx, rs, managed, wr.dryRun); err != nil {
 		s.releaseOnFailure(ctx, rs, obj, wr.dryRun)
 		return nil, err
