@@ -48,16 +48,19 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, info request
 		fail(apierrors.NewBadRequest(fmt.Sprintf("invalid %s request %q", strings.TrimSuffix(rs.res.Resource, "s"), info.Name)))
 		return
 	}
+	// An empty path stays empty for pods and services: the proxy handler
+	// then redirects GET and HEAD to .../proxy/, as upstream's.
 	path := proxyPath(r, info)
-	if path == "" {
-		path = "/"
-	}
 	var loc *url.URL
 	var transport *http.Transport
 	switch rs.res.Resource {
 	case "nodes":
 		var err error
-		if loc, err = s.kubeletLocation(r.Context(), name, path, nil); err != nil {
+		nodePath := path
+		if nodePath == "" {
+			nodePath = "/"
+		}
+		if loc, err = s.kubeletLocation(r.Context(), name, nodePath, nil); err != nil {
 			fail(err)
 			return
 		}

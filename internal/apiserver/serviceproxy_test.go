@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	"orch/internal/envtest"
@@ -62,5 +64,41 @@ func TestServiceProxyErrors(t *testing.T) {
 	err = client.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces/default/services/nope/proxy/").Do(ctx).Error()
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("missing service: %v, want 404", err)
+	}
+}
+
+// TestPodProxyRootRedirects: GET and HEAD of a pod's .../proxy (no path)
+// answer 301 to .../proxy/, before any traffic, as upstream's proxy.
+func TestPodProxyRootRedirects(t *testing.T) {
+	api := envtest.Start(t)
+	client := kubernetes.NewForConfigOrDie(api.Config)
+	ctx := context.Background()
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod, err := client.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.PodIP, pod.Status.PodIPs = "10.42.0.8", []corev1.PodIP{{IP: "10.42.0.8"}}
+	if _, err := client.CoreV1().Pods("default").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hc, err := rest.HTTPClientFor(api.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	for _, method := range []string{"GET", "HEAD"} {
+		req, _ := http.NewRequest(method, api.Config.Host+"/api/v1/namespaces/default/pods/web/proxy?method="+method, nil)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusMovedPermanently || !strings.HasSuffix(strings.Split(loc, "?")[0], "/pods/web/proxy/") {
+			t.Errorf("%s .../proxy: %d Location %q, want 301 to .../proxy/", method, resp.StatusCode, loc)
+		}
 	}
 }
