@@ -116,7 +116,10 @@ func podStatus(pod *corev1.Pod, state podState, waiting map[string]*corev1.Conta
 		s.EphemeralContainerStatuses = append(s.EphemeralContainerStatuses,
 			containerStatus(pod, c, state.containers[c.Name], previous(state, c.Name), waiting[c.Name], probes, defaultReason, false))
 	}
-	s.Phase = getPhase(pod, s.InitContainerStatuses, s.ContainerStatuses, false)
+	// A pod being deleted whose containers all stopped is over: its
+	// phase is terminal.
+	terminal := pod.DeletionTimestamp != nil && !anyRunning(s.InitContainerStatuses) && !anyRunning(s.ContainerStatuses)
+	s.Phase = getPhase(pod, s.InitContainerStatuses, s.ContainerStatuses, terminal)
 	if old.Phase == corev1.PodSucceeded || old.Phase == corev1.PodFailed {
 		s.Phase = old.Phase // a terminal phase is final
 	}
@@ -407,4 +410,13 @@ func findStatus(statuses []corev1.ContainerStatus, name string) *corev1.Containe
 		}
 	}
 	return nil
+}
+
+func anyRunning(statuses []corev1.ContainerStatus) bool {
+	for _, cs := range statuses {
+		if cs.State.Running != nil {
+			return true
+		}
+	}
+	return false
 }

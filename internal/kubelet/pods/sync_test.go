@@ -299,10 +299,17 @@ func TestSyncTerminatesDeletedPod(t *testing.T) {
 		t.Errorf("events %q", ev)
 	}
 	var del clienttesting.DeleteActionImpl
+	var final *corev1.Pod // the last status written before the delete
 	for _, a := range h.client.Actions() {
+		if u, ok := a.(clienttesting.UpdateActionImpl); ok && u.GetSubresource() == "status" && del.GetName() == "" {
+			final = u.GetObject().(*corev1.Pod)
+		}
 		if d, ok := a.(clienttesting.DeleteActionImpl); ok {
 			del = d
 		}
+	}
+	if final == nil || (final.Status.Phase != corev1.PodFailed && final.Status.Phase != corev1.PodSucceeded) || final.Status.ContainerStatuses[0].State.Terminated == nil {
+		t.Errorf("the status written before the delete: %+v, want a terminal phase and the container terminated", final)
 	}
 	opts := del.GetDeleteOptions()
 	if del.GetName() != "p" || opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds != 0 ||

@@ -19,14 +19,35 @@ import (
 // terminate stops pod's containers and sandboxes within grace seconds
 // and deletes the pod.
 func (w *Workers) terminate(ctx context.Context, pod *corev1.Pod, grace int64) error {
-	if err := w.kill(ctx, pod, podconfig.LabelPodUID, string(pod.UID), grace); err != nil {
+	sandboxes, err := w.reader.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{podconfig.LabelPodUID: string(pod.UID)}})
+	if err != nil {
 		return err
+	}
+	for _, sb := range sandboxes {
+		if err := w.stopSandbox(ctx, pod, sb.Id, grace); err != nil {
+			return err
+		}
+	}
+	// How the containers ended, and the terminal phase, reach the API
+	// before the pod goes, as upstream's kubelet writes them: controllers
+	// read them (a Job's pod failure policy, its finalizer).
+	state, err := w.state(ctx, string(pod.UID))
+	if err != nil {
+		return err
+	}
+	if err := w.writeStatus(ctx, pod, pod, state); err != nil {
+		return err
+	}
+	for _, sb := range sandboxes {
+		if err := w.sandboxes.RemovePodSandbox(ctx, sb.Id); err != nil {
+			return err
+		}
 	}
 	if err := w.release(pod.UID); err != nil {
 		return err
 	}
 	uid := pod.UID
-	err := w.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+	err = w.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: new(int64), Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
