@@ -245,3 +245,31 @@ func assertErrors(t *testing.T, errs field.ErrorList, want []string) {
 		t.Errorf("errors:\n%s\nwant:\n%s\n(full: %v)", strings.Join(got, "\n"), strings.Join(want, "\n"), errs)
 	}
 }
+
+func TestValidatePodCertificateProjection(t *testing.T) {
+	p := field.NewPath("spec", "volumes").Index(0).Child("projected")
+	src := func(pc corev1.PodCertificateProjection) *corev1.ProjectedVolumeSource {
+		return &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{PodCertificate: &pc}}}
+	}
+	exp := func(s int32) *int32 { return &s }
+	for _, tc := range []struct {
+		name string
+		pc   corev1.PodCertificateProjection
+		want []string
+	}{
+		{"valid", corev1.PodCertificateProjection{SignerName: "example.com/s", KeyType: "ED25519", CredentialBundlePath: "creds.pem", MaxExpirationSeconds: exp(3600)}, nil},
+		{"key and chain", corev1.PodCertificateProjection{SignerName: "example.com/s", KeyType: "ECDSAP256", KeyPath: "key.pem", CertificateChainPath: "chain.pem"}, nil},
+		{"too short", corev1.PodCertificateProjection{SignerName: "example.com/s", KeyType: "ED25519", CredentialBundlePath: "c", MaxExpirationSeconds: exp(3599)},
+			[]string{"Invalid value spec.volumes[0].projected.sources[0].podCertificate.maxExpirationSeconds"}},
+		{"over 91 days", corev1.PodCertificateProjection{SignerName: "example.com/s", KeyType: "ED25519", CredentialBundlePath: "c", MaxExpirationSeconds: exp(91*24*3600 + 1)},
+			[]string{"Invalid value spec.volumes[0].projected.sources[0].podCertificate.maxExpirationSeconds"}},
+		{"kubernetes.io over a day", corev1.PodCertificateProjection{SignerName: "kubernetes.io/x", KeyType: "ED25519", CredentialBundlePath: "c", MaxExpirationSeconds: exp(86401)},
+			[]string{"Invalid value spec.volumes[0].projected.sources[0].podCertificate.maxExpirationSeconds"}},
+		{"no path, bad key type", corev1.PodCertificateProjection{SignerName: "example.com/s", KeyType: "DSA"},
+			[]string{"Unsupported value spec.volumes[0].projected.sources[0].podCertificate.keyType", "Required value spec.volumes[0].projected.sources[0].podCertificate"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assertErrors(t, validateProjected(src(tc.pc), p), tc.want)
+		})
+	}
+}

@@ -1,13 +1,16 @@
 package podspec
 
 import (
+	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"orch/internal/apiserver/registry/certutil"
 	"orch/internal/poddefaults"
 )
 
@@ -255,8 +258,12 @@ func validateProjected(pr *corev1.ProjectedVolumeSource, p *field.Path) field.Er
 			n++
 			items = append(items, src.ClusterTrustBundle.Path)
 		}
-		if src.PodCertificate != nil {
+		if pc := src.PodCertificate; pc != nil {
 			n++
+			errs = append(errs, validatePodCertificate(pc, sp.Child("podCertificate"))...)
+			for _, p := range []string{pc.CredentialBundlePath, pc.KeyPath, pc.CertificateChainPath} {
+				items = append(items, p)
+			}
 		}
 		switch {
 		case n == 0:
@@ -342,6 +349,51 @@ func ValidatePersistentVolumeClaimSpec(spec *corev1.PersistentVolumeClaimSpec, p
 		if (ds.APIGroup == nil || *ds.APIGroup == "") && ds.Kind != "PersistentVolumeClaim" {
 			errs = append(errs, field.Invalid(dp, ds.Kind, "must be 'PersistentVolumeClaim' when referencing the default apiGroup"))
 		}
+	}
+	return errs
+}
+
+// The bounds of a podCertificate projection's maxExpirationSeconds:
+// upstream's, with a lower maximum for the kubernetes.io signers.
+const (
+	minPodCertificateExpiration           = 3600
+	maxPodCertificateExpiration           = 91 * 24 * 3600
+	maxKubernetesPodCertificateExpiration = 24 * 3600
+)
+
+var podCertificateKeyTypes = []string{"RSA3072", "RSA4096", "ECDSAP256", "ECDSAP384", "ECDSAP521", "ED25519"}
+
+// validatePodCertificate checks a podCertificate projection as upstream:
+// a valid signer name and key type, maxExpirationSeconds within bounds,
+// and at least one valid path.
+func validatePodCertificate(pc *corev1.PodCertificateProjection, p *field.Path) field.ErrorList {
+	errs := certutil.ValidateSignerName(p.Child("signerName"), pc.SignerName)
+	if !slices.Contains(podCertificateKeyTypes, pc.KeyType) {
+		errs = append(errs, field.NotSupported(p.Child("keyType"), pc.KeyType, podCertificateKeyTypes))
+	}
+	if exp := pc.MaxExpirationSeconds; exp != nil {
+		if *exp < minPodCertificateExpiration {
+			errs = append(errs, field.Invalid(p.Child("maxExpirationSeconds"), *exp, "if provided, maxExpirationSeconds must be >= 3600"))
+		}
+		limit := maxPodCertificateExpiration
+		if strings.HasPrefix(pc.SignerName, "kubernetes.io/") {
+			limit = maxKubernetesPodCertificateExpiration
+		}
+		if int(*exp) > limit {
+			errs = append(errs, field.Invalid(p.Child("maxExpirationSeconds"), *exp, fmt.Sprintf("if provided, maxExpirationSeconds must be <= %d", limit)))
+		}
+	}
+	paths := 0
+	for _, f := range []struct{ name, path string }{
+		{"credentialBundlePath", pc.CredentialBundlePath}, {"keyPath", pc.KeyPath}, {"certificateChainPath", pc.CertificateChainPath},
+	} {
+		if f.path != "" {
+			paths++
+			errs = append(errs, validateLocalNonReservedPath(f.path, p.Child(f.name))...)
+		}
+	}
+	if paths == 0 {
+		errs = append(errs, field.Required(p, "specify at least one of credentialBundlePath, keyPath, and certificateChainPath"))
 	}
 	return errs
 }
