@@ -120,7 +120,9 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request, info request
 		return
 	}
 	stripCredentials(r)
-	h := proxy.NewUpgradeAwareHandler(loc, transport, false, false, proxyResponder{s, gr, info.Name})
+	// Wrapped as upstream's: HTML links in responses are rewritten to go
+	// through the proxy, and X-Forwarded-* headers are set.
+	h := proxy.NewUpgradeAwareHandler(loc, transport, true, false, proxyResponder{s, gr, info.Name})
 	h.UseLocationHost = true
 	h.RejectForwardingRedirects = true
 	h.ServeHTTP(w, r)

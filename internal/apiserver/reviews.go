@@ -75,6 +75,12 @@ func (s *Server) serveVirtual(w http.ResponseWriter, r *http.Request, info reque
 	case v.create == nil || info.Verb != "create" || info.Name != "":
 		s.respondError(w, r, apierrors.NewMethodNotSupported(gr, info.Verb), gr, info.Name)
 	default:
+		// A review is no object with metadata: asked for as a Table (or
+		// anything else it cannot be), it answers 406, as upstream.
+		if _, err := s.codecs.negotiateOutput(r); err != nil {
+			s.respondError(w, r, err, gr, "")
+			return
+		}
 		v.create(w, r, info)
 	}
 }

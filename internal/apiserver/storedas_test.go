@@ -1,6 +1,8 @@
 package apiserver_test
 
 import (
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 )
 
@@ -131,5 +134,27 @@ func TestHPAVersions(t *testing.T) {
 		Spec:       autoscalingv1.HorizontalPodAutoscalerSpec{ScaleTargetRef: target, MaxReplicas: 0},
 	}, metav1.CreateOptions{}); err == nil {
 		t.Error("a v1 HPA with maxReplicas 0 was accepted")
+	}
+}
+
+// A review asked for as a Table answers 406 Not Acceptable: it has no
+// metadata to print, as upstream's.
+func TestReviewAsTableNotAcceptable(t *testing.T) {
+	srv, _ := newClient(t, "")
+	hc, err := rest.HTTPClientFor(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"nonResourceAttributes":{"path":"/","verb":"get"}}}`
+	req, _ := http.NewRequest("POST", srv.Config.Host+"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotAcceptable {
+		t.Errorf("a review as a Table: %d, want 406", resp.StatusCode)
 	}
 }
