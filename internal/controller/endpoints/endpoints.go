@@ -47,7 +47,9 @@ func New(ctx controller.Context) *Controller {
 	}
 	enqueue := controller.EnqueueKey(c.queue.Add)
 	core.Services().Informer().AddEventHandler(controller.EnqueueHandlers(c.queue.Add))
-	core.Endpoints().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: func(_, o any) { enqueue(o) }, DeleteFunc: enqueue})
+	// Only a deleted Endpoints brings its service back, as upstream's: an
+	// Endpoints a user wrote without a Service (or changed) is left alone.
+	core.Endpoints().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: enqueue})
 	core.Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueuePod, UpdateFunc: func(old, obj any) { c.enqueuePod(old); c.enqueuePod(obj) }, DeleteFunc: c.enqueuePod,
 	})

@@ -44,3 +44,35 @@ func TestEndpointsFollowService(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	})
 }
+
+// An Endpoints a user wrote without a Service stays, also when it changes,
+// as upstream's controller leaves it alone.
+func TestEndpointsWithoutServiceStay(t *testing.T) {
+	env := controllertest.New(t, "ep")
+	env.Start(t, endpoints.New(env.Context))
+	client := env.Context.Client
+	ctx := t.Context()
+	manual := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Name: "manual", Namespace: "ep"},
+		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "10.0.0.1"}}, Ports: []corev1.EndpointPort{{Port: 80}}}}}
+	created, err := client.CoreV1().Endpoints("ep").Create(ctx, manual, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Labels = map[string]string{"changed": "yes"}
+	if _, err := client.CoreV1().Endpoints("ep").Update(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A service synced after the change: by then the change was seen.
+	later := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "later", Namespace: "ep"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "none"}, Ports: []corev1.ServicePort{{Port: 80}}}}
+	if _, err := client.CoreV1().Services("ep").Create(ctx, later, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	envtest.EventuallyTrue(t, "the later service's endpoints", func() bool {
+		_, err := client.CoreV1().Endpoints("ep").Get(ctx, "later", metav1.GetOptions{})
+		return err == nil
+	})
+	if _, err := client.CoreV1().Endpoints("ep").Get(ctx, "manual", metav1.GetOptions{}); err != nil {
+		t.Errorf("the user's Endpoints: %v, want them kept", err)
+	}
+}
