@@ -130,6 +130,9 @@ func logTail(data []byte, lines, maxBytes int) string {
 		out = append(out, partial.String()+"\n")
 		partial.Reset()
 	}
+	if partial.Len() > 0 { // output that ended without a newline
+		out = append(out, partial.String())
+	}
 	if len(out) > lines {
 		out = out[len(out)-lines:]
 	}

@@ -109,3 +109,20 @@ func TestPodStatusObservedGeneration(t *testing.T) {
 		}
 	}
 }
+
+// The tail of a CRI log, as FallbackToLogsOnError reads it: partial lines
+// joined, and output that ended without a newline kept as it is.
+func TestLogTail(t *testing.T) {
+	for _, tc := range []struct {
+		name, log, want string
+	}{
+		{"full lines", "2026-01-01T00:00:00Z stdout F one\n2026-01-01T00:00:01Z stdout F two\n", "one\ntwo\n"},
+		{"no newline at the end", "2026-01-01T00:00:00Z stdout P DONE\n", "DONE"},
+		{"partials joined", "2026-01-01T00:00:00Z stdout P ab\n2026-01-01T00:00:00Z stdout F cd\n", "abcd\n"},
+		{"last lines only", "t stdout F 1\nt stdout F 2\nt stdout F 3\n", "2\n3\n"},
+	} {
+		if got := logTail([]byte(tc.log), 2, 100); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
