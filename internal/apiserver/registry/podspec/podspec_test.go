@@ -111,6 +111,13 @@ func TestValidatePodSpec(t *testing.T) {
 	}{
 		{"valid", func(*corev1.PodSpec) {}, nil},
 		{"no containers", func(s *corev1.PodSpec) { s.Containers = nil }, []string{"Required value spec.containers"}},
+		{"sysctls", func(s *corev1.PodSpec) {
+			s.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "foo-"}, {Name: "kernel.shmmax"}, {Name: "safe-and-unsafe"}, {Name: "bar.."}, {Name: "kernel.shmmax"}}}
+		}, []string{"Invalid value spec.securityContext.sysctls[0].name", "Invalid value spec.securityContext.sysctls[3].name", "Duplicate value spec.securityContext.sysctls[4].name"}},
+		{"net sysctl on the host's network", func(s *corev1.PodSpec) {
+			s.HostNetwork = true
+			s.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net.ipv4.ip_forward"}, {Name: "kernel.shm_rmid_forced"}}}
+		}, []string{"Invalid value spec.securityContext.sysctls[0].name"}},
 		{"bad container name", func(s *corev1.PodSpec) { s.Containers[0].Name = "App_1" }, []string{"Invalid value spec.containers[0].name"}},
 		{"duplicate container name", func(s *corev1.PodSpec) {
 			s.InitContainers = []corev1.Container{s.Containers[0]}

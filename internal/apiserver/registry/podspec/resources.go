@@ -2,6 +2,7 @@ package podspec
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -139,7 +140,7 @@ func validateContainerSecurityContext(sc *corev1.SecurityContext, path *field.Pa
 	return errs
 }
 
-func validatePodSecurityContext(sc *corev1.PodSecurityContext, path *field.Path) field.ErrorList {
+func validatePodSecurityContext(sc *corev1.PodSecurityContext, hostNetwork, hostIPC bool, path *field.Path) field.ErrorList {
 	if sc == nil {
 		return nil
 	}
@@ -162,12 +163,7 @@ func validatePodSecurityContext(sc *corev1.PodSecurityContext, path *field.Path)
 			errs = append(errs, field.NotSupported(path.Child("fsGroupChangePolicy"), *sc.FSGroupChangePolicy, supported))
 		}
 	}
-	for i, s := range sc.Sysctls {
-		p := path.Child("sysctls").Index(i)
-		if s.Name == "" {
-			errs = append(errs, field.Required(p.Child("name"), ""))
-		}
-	}
+	errs = append(errs, validateSysctls(sc.Sysctls, hostNetwork, hostIPC, path.Child("sysctls"))...)
 	errs = append(errs, validateSeccomp(sc.SeccompProfile, path.Child("seccompProfile"))...)
 	return errs
 }
@@ -212,4 +208,48 @@ func validatePortNumOrName(port intstr.IntOrString, path *field.Path) field.Erro
 		errs = append(errs, field.Invalid(path, port.StrVal, msg))
 	}
 	return errs
+}
+
+// sysctlName is upstream's rule for sysctl names: dot- or slash-separated
+// segments of lower-case letters, digits, '-' and '_'.
+var sysctlName = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`)
+
+const maxSysctlName = 253
+
+// validateSysctls checks a pod's sysctls as upstream: valid names, each
+// once, and none of the network's (or IPC's) when the pod shares the
+// host's network (or IPC) namespace.
+func validateSysctls(sysctls []corev1.Sysctl, hostNetwork, hostIPC bool, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := map[string]bool{}
+	for i, s := range sysctls {
+		p := path.Index(i).Child("name")
+		switch {
+		case s.Name == "":
+			errs = append(errs, field.Required(p, ""))
+		case len(s.Name) > maxSysctlName || !sysctlName.MatchString(s.Name):
+			errs = append(errs, field.Invalid(p, s.Name, fmt.Sprintf("must have at most %d characters and match regex %s", maxSysctlName, sysctlName)))
+		case seen[s.Name]:
+			errs = append(errs, field.Duplicate(p, s.Name))
+		}
+		seen[s.Name] = true
+		name := strings.ReplaceAll(s.Name, "/", ".")
+		switch {
+		case hostNetwork && strings.HasPrefix(name, "net."):
+			errs = append(errs, field.Invalid(p, s.Name, "may not be specified when 'hostNetwork' is true"))
+		case hostIPC && ipcSysctl(name):
+			errs = append(errs, field.Invalid(p, s.Name, "may not be specified when 'hostIPC' is true"))
+		}
+	}
+	return errs
+}
+
+// ipcSysctl is true for the sysctls of the IPC namespace.
+func ipcSysctl(name string) bool {
+	switch name {
+	case "kernel.sem", "kernel.shmall", "kernel.shmmax", "kernel.shmmni", "kernel.shm_rmid_forced",
+		"kernel.msgmax", "kernel.msgmnb", "kernel.msgmni":
+		return true
+	}
+	return strings.HasPrefix(name, "fs.mqueue.")
 }

@@ -136,7 +136,7 @@ func ValidatePodSpec(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 		}
 		gates.Insert(g.Name)
 	}
-	errs = append(errs, validatePodSecurityContext(spec.SecurityContext, path.Child("securityContext"))...)
+	errs = append(errs, validatePodSecurityContext(spec.SecurityContext, spec.HostNetwork, spec.HostIPC, path.Child("securityContext"))...)
 	errs = append(errs, validateHostAliases(spec.HostAliases, path.Child("hostAliases"))...)
 	errs = append(errs, ValidateTolerations(spec.Tolerations, path.Child("tolerations"))...)
 	errs = append(errs, validateAffinity(spec.Affinity, path.Child("affinity"))...)
