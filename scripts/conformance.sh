@@ -71,7 +71,7 @@ if [ ! -x "$BIN/etcd" ]; then
 	(cd "$ROOT" && CGO_ENABLED=0 go build -o "$BIN/etcd" go.etcd.io/etcd/server/v3)
 fi
 IMAGES=$CACHE/images
-WANT="agnhost busybox pause nginx glibc-dns-testing nonewprivs sample-apiserver etcd"
+WANT="agnhost busybox pause nginx glibc-dns-testing kitten nautilus nonewprivs sample-apiserver etcd"
 missing=""
 for i in $WANT; do grep -q "[/]$i:" "$IMAGES/images.txt" 2>/dev/null || missing="$missing $i"; done
 if [ -n "$missing" ]; then
@@ -176,11 +176,13 @@ run_suite() { # run_suite NAME LABEL-FILTER GINKGO-ARGS...
 	say "running the $name part (log: $RUN/$name/ginkgo.log)"
 	local focus=()
 	[ -n "$FOCUS" ] && focus=(--focus="$FOCUS")
-	(cd "$RUN/$name" && "$BIN/ginkgo" "$@" --timeout=3h --label-filter="$labels" "${focus[@]}" \
+	(cd "$RUN/$name" && "$BIN/ginkgo" "$@" --no-color --timeout=3h --label-filter="$labels" "${focus[@]}" \
 		--json-report=report.json --output-dir="$RUN/$name" "$BIN/e2e.test" -- \
 		--kubeconfig="$KC" --kubectl-path="$KUBECTL" --provider=skeleton --report-dir="$RUN/$name" \
 		>ginkgo.log 2>&1) || true
 }
+# The commit the nodes run, taken now: the tree may move during the run.
+COMMIT=$(cd "$ROOT" && git rev-parse --short HEAD)$(cd "$ROOT" && git diff --quiet HEAD || echo +changes)
 START=$(date +%s)
 run_suite parallel "($LABELS) && !Serial && !Disruptive" -p -procs="$PROCS"
 run_suite serial "($LABELS) && Serial && !Disruptive"
@@ -193,5 +195,5 @@ reports=()
 for p in parallel serial; do [ -f "$RUN/$p/report.json" ] && reports+=("$RUN/$p/report.json"); done
 [ ${#reports[@]} -gt 0 ] || die "ginkgo wrote no report: $RUN/*/ginkgo.log"
 (cd "$ROOT" && go run ./scripts/conformance-report -out docs/conformance.md \
-	-commit "$(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo +changes)" \
+	-commit "$COMMIT" \
 	-version "$K8S" -minutes "$MINUTES" -focus "$FOCUS" -labels "$LABELS" "${reports[@]}")
