@@ -32,50 +32,59 @@ func (s *Server) admitQuota(ctx context.Context, rs *resourceStore, obj runtime.
 	if ns == "" || quotas == nil {
 		return nil
 	}
-	for attempt := 0; ; attempt++ {
-		kvs, _, err := quotas.cache.List(ctx, 0, quotas.listPrefix(ns))
+	kvs, _, err := quotas.cache.List(ctx, 0, quotas.listPrefix(ns))
+	if err != nil {
+		return err
+	}
+	// Every quota is checked before any is charged.
+	var charged []*corev1.ResourceQuota
+	for _, kv := range kvs {
+		q := kv.Value.(*corev1.ResourceQuota)
+		used, err := chargeQuota(q, rs, obj)
 		if err != nil {
-			return err
+			return apierrors.NewForbidden(rs.gr, mustAccessor(obj).GetName(), err)
 		}
-		var charged []*corev1.ResourceQuota
-		for _, kv := range kvs {
-			q := kv.Value.(*corev1.ResourceQuota)
-			if attempt > 0 { // the cache may not have seen the write that won
-				fresh, err := quotas.get(ctx, ns, q.Name)
-				if err != nil {
-					return err
-				}
-				q = fresh.(*corev1.ResourceQuota)
-			}
-			used, err := chargeQuota(q, rs, obj)
-			if err != nil {
-				return apierrors.NewForbidden(rs.gr, mustAccessor(obj).GetName(), err)
-			}
-			if used != nil {
-				q = q.DeepCopy()
-				q.Status.Used = used
-				charged = append(charged, q)
-			}
-		}
-		if dryRun {
-			return nil
-		}
-		err = s.storeQuotaUsage(ctx, quotas, charged)
-		if err == nil || !errors.Is(err, storage.ErrConflict) || attempt == quotaRetries {
-			return err
+		if used != nil {
+			q = q.DeepCopy()
+			q.Status.Used = used
+			charged = append(charged, q)
 		}
 	}
-}
-
-// storeQuotaUsage writes the quotas' new status.used, each only if it did
-// not change since it was read.
-func (s *Server) storeQuotaUsage(ctx context.Context, quotas *resourceStore, charged []*corev1.ResourceQuota) error {
+	if dryRun {
+		return nil
+	}
 	for _, q := range charged {
-		if _, err := quotas.update(ctx, q, revisionOf(q)); err != nil {
+		if err := s.storeQuotaUsage(ctx, quotas, rs, obj, q); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// storeQuotaUsage writes the charged quota q if it did not change since it
+// was read; when it did, the object is charged again to the quota as it
+// is now, quotaRetries times at the most. Each quota is retried alone, so
+// none is charged twice.
+func (s *Server) storeQuotaUsage(ctx context.Context, quotas, rs *resourceStore, obj runtime.Object, q *corev1.ResourceQuota) error {
+	for attempt := 0; ; attempt++ {
+		_, err := quotas.update(ctx, q, revisionOf(q))
+		if err == nil || !errors.Is(err, storage.ErrConflict) || attempt == quotaRetries {
+			return err
+		}
+		fresh, err := quotas.get(ctx, q.Namespace, q.Name) // the cache may not have the write that won
+		if err != nil {
+			return err
+		}
+		q = fresh.(*corev1.ResourceQuota)
+		used, err := chargeQuota(q, rs, obj)
+		if err != nil {
+			return apierrors.NewForbidden(rs.gr, mustAccessor(obj).GetName(), err)
+		}
+		if used == nil {
+			return nil
+		}
+		q.Status.Used = used
+	}
 }
 
 // chargeQuota is q's status.used with obj counted, nil when q does not
