@@ -120,6 +120,8 @@ var controllerNeeds = map[string]struct {
 	"ttlafterfinished":       {"default", []rbacv1.PolicyRule{do("batch", v("delete"), "jobs")}},
 	"endpointslice": {"default", []rbacv1.PolicyRule{
 		do("discovery.k8s.io", v("create", "update", "delete"), "endpointslices"), do("", v("update"), "services/finalizers")}},
+	"endpointslicemirroring": {"default", []rbacv1.PolicyRule{
+		do("discovery.k8s.io", v("create", "update", "delete"), "endpointslices"), do("", v("update"), "endpoints/finalizers")}},
 	"endpoints": {"default", []rbacv1.PolicyRule{do("", v("create", "update", "delete"), "endpoints")}},
 	"disruption": {"default", []rbacv1.PolicyRule{
 		do("policy", v("update"), "poddisruptionbudgets/status"), do("", v("update"), "pods/status")}},

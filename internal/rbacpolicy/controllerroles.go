@@ -75,6 +75,16 @@ func controllerClusterRoles() []rbacv1.ClusterRole {
 			verbs("get", "list", "watch", "create", "update", "delete").groups(discovery).resources("endpointslices"),
 			eventsRule(),
 		),
+		controllerRole("endpointslicemirroring-controller",
+			verbs(read...).groups(core).resources("services", "endpoints"),
+			// Mirrored slices are owned by their Endpoints and block its
+			// deletion (endpoints/finalizers); upstream's role grants
+			// services/finalizers too.
+			verbs("update").groups(core).resources("services/finalizers"),
+			verbs("update").groups(core).resources("endpoints/finalizers"),
+			verbs("get", "list", "watch", "create", "update", "delete").groups(discovery).resources("endpointslices"),
+			eventsRule(),
+		),
 		controllerRole("generic-garbage-collector",
 			// It reads and deletes anything, and rewrites owner references.
 			verbs("get", "list", "watch", "patch", "update", "delete").groups("*").resources("*"),

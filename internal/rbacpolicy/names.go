@@ -53,6 +53,7 @@ var ControllerServiceAccounts = map[string]string{
 	"resourcequota":                    "resourcequota-controller",
 	"ttlafterfinished":                 "ttl-after-finished-controller",
 	"endpointslice":                    "endpointslice-controller",
+	"endpointslicemirroring":           "endpointslicemirroring-controller",
 	"endpoints":                        "endpoint-controller",
 	"disruption":                       "disruption-controller",
 	"pvbinder":                         "persistent-volume-binder",

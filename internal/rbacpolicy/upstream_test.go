@@ -99,6 +99,13 @@ var upstreamRules = map[string][]rbacv1.PolicyRule{
 		r(g("certificates.k8s.io"), res("clustertrustbundles"), get),
 		r(g("certificates.k8s.io"), res("podcertificaterequests"), verbs("create", "get", "list", "watch")),
 	},
+	"system:controller:endpointslicemirroring-controller": {
+		r(g(""), res("endpoints", "services"), get),
+		r(g(""), res("services/finalizers"), verbs("update")),
+		r(g(""), res("endpoints/finalizers"), verbs("update")),
+		r(g("discovery.k8s.io"), res("endpointslices"), verbs("create", "delete", "get", "list", "update", "watch")),
+		events,
+	},
 	"system:controller:deployment-controller": {
 		r(g("apps", "extensions"), res("deployments"), verbs("get", "list", "update", "watch")),
 		r(g("apps", "extensions"), res("deployments/status"), verbs("update")),

@@ -19,6 +19,7 @@ import (
 	"orch/internal/controller/disruption"
 	"orch/internal/controller/endpoints"
 	"orch/internal/controller/endpointslice"
+	"orch/internal/controller/endpointslicemirroring"
 	"orch/internal/controller/garbagecollector"
 	"orch/internal/controller/job"
 	"orch/internal/controller/namespace"
@@ -78,6 +79,7 @@ func controllers(p parsed) buildFunc {
 				return nodeipam.New(c, p.clusterCIDR, nodeCIDRMaskSize)
 			}},
 			{"endpointslice", simple(func(c controller.Context) run.Runnable { return endpointslice.New(c) })},
+			{"endpointslicemirroring", simple(func(c controller.Context) run.Runnable { return endpointslicemirroring.New(c) })},
 			{"endpoints", simple(func(c controller.Context) run.Runnable { return endpoints.New(c) })},
 			{"disruption", simple(func(c controller.Context) run.Runnable { return disruption.New(c) })},
 			{"pvbinder", simple(func(c controller.Context) run.Runnable { return pvbinder.New(c) })},
