@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net/http"
@@ -12,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/websocket"
+	"k8s.io/client-go/rest"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -207,5 +211,56 @@ func TestPortForwardAndNodeProxyThroughTheApiserver(t *testing.T) {
 	raw, err = c.client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes/node-1:2379/proxy/version").DoRaw(context.Background())
 	if !apierrors.IsForbidden(err) || !strings.Contains(string(raw), "only its kubelet port") {
 		t.Fatalf("nodes/proxy to another port of this host: %s, err = %v, want Forbidden", raw, err)
+	}
+}
+
+// TestLogsOverWebSocket reads pods/log over a WebSocket, as the conformance
+// test "should support retrieving logs from the container over websockets"
+// does: binary.k8s.io gives the log bytes as binary messages,
+// base64.binary.k8s.io as base64 text.
+func TestLogsOverWebSocket(t *testing.T) {
+	c := startKubeletCluster(t)
+	c.kubelet.WriteLog(t, c.ids[0], "stdout F container is alive")
+	for _, tc := range []struct{ protocol, want string }{
+		{"binary.k8s.io", "container is alive\n"},
+		{"base64.binary.k8s.io", base64.StdEncoding.EncodeToString([]byte("container is alive\n"))},
+	} {
+		t.Run(tc.protocol, func(t *testing.T) {
+			u, err := url.Parse(c.api.Config.Host + "/api/v1/namespaces/default/pods/web/log?container=app")
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.Scheme = map[string]string{"http": "ws", "https": "wss"}[u.Scheme]
+			cfg, err := websocket.NewConfig(u.String(), "http://localhost")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Protocol = []string{tc.protocol}
+			if cfg.TlsConfig, err = rest.TLSConfigFor(c.api.Config); err != nil {
+				t.Fatal(err)
+			}
+			if c.api.Config.BearerToken != "" {
+				cfg.Header.Set("Authorization", "Bearer "+c.api.Config.BearerToken)
+			}
+			ws, err := websocket.DialConfig(cfg)
+			if err != nil {
+				t.Fatalf("dial %s: %v", u, err)
+			}
+			defer ws.Close()
+			var got string
+			for {
+				var msg string
+				if err := websocket.Message.Receive(ws, &msg); err != nil {
+					if err != io.EOF {
+						t.Fatalf("receive: %v", err)
+					}
+					break
+				}
+				got += msg
+			}
+			if got != tc.want {
+				t.Errorf("got %q over %s, want %q", got, tc.protocol, tc.want)
+			}
+		})
 	}
 }

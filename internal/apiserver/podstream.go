@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/streaming/pkg/httpstream/wsstream"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -228,6 +230,15 @@ func (s *Server) servePodLog(w http.ResponseWriter, r *http.Request, info reques
 	defer resp.Body.Close()
 	if err := checkKubeletResponse(resp, gr, info.Name); err != nil {
 		fail(err)
+		return
+	}
+	if wsstream.IsWebSocketRequest(r) {
+		// Over a WebSocket (upstream's binary.k8s.io and base64.binary.k8s.io
+		// protocols): each read of the log becomes a message, with pings to
+		// keep the connection open while following.
+		if err := wsstream.NewReader(resp.Body, true, wsstream.NewDefaultReaderProtocols()).Copy(w, r); err != nil {
+			s.log.Debug("pods/log over a websocket", "pod", info.Name, "err", err)
+		}
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")

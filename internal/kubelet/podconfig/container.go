@@ -25,6 +25,9 @@ const (
 	AnnotationPorts                    = "io.kubernetes.container.ports"
 	AnnotationDeletionGracePeriod      = "io.kubernetes.pod.deletionGracePeriod"
 	AnnotationTerminationGracePeriod   = "io.kubernetes.pod.terminationGracePeriod"
+	// AnnotationResources holds the cpu and memory requests and limits a
+	// container was created with (JSON), for in-place resize to compare.
+	AnnotationResources = "io.orch.container.resources"
 )
 
 // Container is what CreateContainer needs beyond the pod, the container
@@ -145,9 +148,15 @@ func ContainerLabels(pod *corev1.Pod, c *corev1.Container) map[string]string {
 
 // ContainerAnnotations are the annotations the kubelet reads back from a
 // running container: hash, restart count, termination message path and
-// policy, the pod's grace periods, the preStop handler and the ports.
+// policy, the pod's grace periods, the preStop handler, the ports and the
+// cpu and memory resources.
 func ContainerAnnotations(pod *corev1.Pod, c *corev1.Container, restartCount int) (map[string]string, error) {
+	resources, err := json.Marshal(CPUMemory(c.Resources))
+	if err != nil {
+		return nil, fmt.Errorf("encode the resources of container %s: %w", c.Name, err)
+	}
 	a := map[string]string{
+		AnnotationResources:                string(resources),
 		AnnotationHash:                     strconv.FormatUint(ContainerHash(c), 16),
 		AnnotationRestartCount:             strconv.Itoa(restartCount),
 		AnnotationTerminationMessagePath:   c.TerminationMessagePath,

@@ -1,6 +1,8 @@
 package podconfig
 
 import (
+	"encoding/json"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -130,4 +132,34 @@ func SandboxResources(pod *corev1.Pod, node Node) (resources, overhead *runtimea
 		overhead = linuxResources(cpu, cpu, pod.Spec.Overhead.Memory().Value(), node)
 	}
 	return resources, overhead
+}
+
+// CPUMemory is r's cpu and memory requests and limits alone: what an
+// in-place resize changes (nil lists when there are none).
+func CPUMemory(r corev1.ResourceRequirements) corev1.ResourceRequirements {
+	only := func(list corev1.ResourceList) corev1.ResourceList {
+		var out corev1.ResourceList
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if q, ok := list[name]; ok {
+				if out == nil {
+					out = corev1.ResourceList{}
+				}
+				out[name] = q.DeepCopy()
+			}
+		}
+		return out
+	}
+	return corev1.ResourceRequirements{Requests: only(r.Requests), Limits: only(r.Limits)}
+}
+
+// CreatedResources are the cpu and memory resources container cs was
+// created with (AnnotationResources); false for a container made before
+// orch recorded them.
+func CreatedResources(annotations map[string]string) (corev1.ResourceRequirements, bool) {
+	var r corev1.ResourceRequirements
+	v, ok := annotations[AnnotationResources]
+	if !ok || json.Unmarshal([]byte(v), &r) != nil {
+		return r, false
+	}
+	return r, true
 }

@@ -137,11 +137,13 @@ func (w *Workers) requeueAfter(pod *corev1.Pod, d time.Duration) {
 	}
 }
 
-// forget drops the back-offs and waiting reasons of the pod with uid.
+// forget drops the back-offs, waiting reasons and resize state of the
+// pod with uid.
 func (w *Workers) forget(uid string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.waiting, uid)
+	delete(w.resize, uid)
 	for k := range w.notes {
 		if strings.HasPrefix(k, uid+"/") {
 			delete(w.notes, k)

@@ -69,7 +69,9 @@
 // name one, and never restarted; they count for neither the pod's phase
 // nor its readiness.
 //
-// Not yet done: resize, eviction under node pressure. (A pod whose disk-backed emptyDir outgrew its sizeLimit is
+// In-place resize (pods/resize) is in resize.go and allocation.go.
+//
+// Not yet done: eviction under node pressure. (A pod whose disk-backed emptyDir outgrew its sizeLimit is
 // evicted: Failed, reason Evicted.)
 //
 //	w := pods.New(client, podconfig.Node{Name: "node-1", HostIPs: ips}, runtime, log)

@@ -28,6 +28,7 @@ type containerRuntime interface {
 	StartContainer(ctx context.Context, id string) error
 	StopContainer(ctx context.Context, id string, timeout int64) error
 	RemoveContainer(ctx context.Context, id string) error
+	UpdateContainerResources(ctx context.Context, id string, resources *runtimeapi.LinuxContainerResources) error
 }
 
 var (
@@ -69,8 +70,10 @@ func (w *Workers) run(ctx context.Context, pod *corev1.Pod) error {
 		return err
 	}
 	x := &execution{w: w, pod: pod, state: state, volumes: vols, failed: map[string]bool{}}
+	k := w.knowledge()
+	k.updated, _, _ = w.resizeSnapshot(string(pod.UID))
 	for round := 0; round < 2; round++ {
-		again, err := x.do(ctx, plan(pod, x.state, w.knowledge()))
+		again, err := x.do(ctx, plan(pod, x.state, k))
 		if err != nil || !again {
 			return err
 		}
@@ -149,6 +152,8 @@ func (x *execution) container(ctx context.Context, a action) {
 		w.backingOff(pod, a)
 	case killContainer:
 		err = w.killContainer(ctx, pod, a)
+	case resizeContainer:
+		err = w.resizeContainer(ctx, pod, c, a.id)
 	case rejectContainer:
 		w.setWaiting(pod, c.Name, "CreateContainerConfigError", a.reason)
 		err = errors.New(a.reason)

@@ -54,6 +54,9 @@ const (
 	waitBackOff
 	// killContainer stops a running container (id) that is to restart.
 	killContainer
+	// resizeContainer updates the resources of a running container (id)
+	// to its allocation, in place.
+	resizeContainer
 	// rejectContainer reports a container that cannot be created.
 	rejectContainer
 )
@@ -62,7 +65,7 @@ var kindNames = map[actionKind]string{
 	killPod: "killPod", stopPod: "stopPod", removeSandbox: "removeSandbox", removeContainer: "removeContainer",
 	killSandbox: "killSandbox", createSandbox: "createSandbox", prepareSandbox: "prepareSandbox", stopSidecar: "stopSidecar",
 	createContainer: "createContainer", startContainer: "startContainer", waitBackOff: "waitBackOff",
-	killContainer: "killContainer", rejectContainer: "rejectContainer",
+	killContainer: "killContainer", resizeContainer: "resizeContainer", rejectContainer: "rejectContainer",
 }
 
 func (k actionKind) String() string { return kindNames[k] }
@@ -160,6 +163,9 @@ type knowledge struct {
 	now     time.Time
 	probes  probeView
 	backOff backOffView
+	// updated are the cpu and memory resources of the pod's containers
+	// updated in place, by container ID (resize.go).
+	updated map[string]corev1.ResourceRequirements
 }
 
 // plan returns the actions that bring the runtime's state of pod toward
@@ -252,7 +258,8 @@ func deadContainers(state podState) []action {
 // next attempt, when the pod's restartPolicy says so and its back-off has
 // passed (the attempts before the exited one are then removed: it stays
 // for lastState and logs --previous); a running one is killed when a
-// probe failed or its spec changed.
+// probe failed or its spec changed, and resized (resize.go) when its
+// resources differ from its allocation (pod is the allocated pod).
 func containerActions(pod *corev1.Pod, c *corev1.Container, r role, state podState, k knowledge) []action {
 	hist := state.history[c.Name]
 	if len(hist) == 0 {
@@ -275,7 +282,13 @@ func containerActions(pod *corev1.Pod, c *corev1.Container, r role, state podSta
 		}
 		return []action{restartAction(pod, c, r, cs, containerIDs(hist[1:]), k)}
 	case cs.State == runtimeapi.ContainerState_CONTAINER_RUNNING:
-		return runningActions(pod, c, r, cs, hist, k.probes)
+		if acts := runningActions(pod, c, r, cs, hist, k.probes); len(acts) > 0 {
+			return acts
+		}
+		if init && !isSidecar(c) {
+			return nil
+		}
+		return resizeActions(pod, c, r, cs, hist, k.updated)
 	}
 	return nil
 }

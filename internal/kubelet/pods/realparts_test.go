@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"orch/internal/envtest"
@@ -173,13 +174,67 @@ func TestWorkersWithRealContainerd(t *testing.T) {
 		t.Errorf("main started at %d, before init finished at %d", mainRT.Status.StartedAt, initRT.Status.FinishedAt)
 	}
 
+	// In-place resize: the new limits reach the container's cgroup
+	// without a restart.
+	sized, err := pods.Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "sized", Namespace: "work"},
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{
+			Name: "main", Image: images.BusyboxRef, ImagePullPolicy: corev1.PullNever, Command: []string{"sleep", "3600"},
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20m"), corev1.ResourceMemory: resource.MustParse("35Mi")},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("30m"), corev1.ResourceMemory: resource.MustParse("45Mi")}}}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removePodCgroups(t, string(sized.UID)) })
+	envtest.Eventually(t, "pod sized running", func() (bool, error) {
+		p, err := pods.Get(ctx, "sized", metav1.GetOptions{})
+		if err != nil || len(p.Status.ContainerStatuses) != 1 {
+			return false, err
+		}
+		sized = p
+		return p.Status.ContainerStatuses[0].State.Running != nil && p.Status.ContainerStatuses[0].Resources != nil, nil
+	})
+	sized.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("60Mi")}
+	if _, err := pods.UpdateResize(ctx, "sized", sized, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var sizedStatus corev1.ContainerStatus
+	envtest.Eventually(t, "pod sized resized", func() (bool, error) {
+		p, err := pods.Get(ctx, "sized", metav1.GetOptions{})
+		if err != nil || len(p.Status.ContainerStatuses) != 1 || p.Status.ObservedGeneration != p.Generation {
+			return false, err
+		}
+		sizedStatus = p.Status.ContainerStatuses[0]
+		r := sizedStatus.Resources
+		return r != nil && r.Limits.Cpu().String() == "50m" && r.Limits.Memory().String() == "60Mi" &&
+			findCondition(p.Status.Conditions, corev1.PodResizeInProgress) == nil, nil
+	})
+	if sizedStatus.RestartCount != 0 {
+		t.Errorf("resized container restarted %d times", sizedStatus.RestartCount)
+	}
+	sizedID := strings.TrimPrefix(sizedStatus.ContainerID, "containerd://")
+	for file, want := range map[string]string{"memory/memory.limit_in_bytes": "62914560", "cpu/cpu.cfs_quota_us": "5000"} {
+		if _, err := os.Stat("/sys/fs/cgroup/memory"); err != nil { // cgroup v2
+			file = map[string]string{"memory/memory.limit_in_bytes": "memory.max", "cpu/cpu.cfs_quota_us": "cpu.max"}[file]
+		}
+		out, _, _, err := rt.ExecSync(ctx, sizedID, []string{"cat", "/sys/fs/cgroup/" + file}, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Fields(string(out)); len(got) == 0 || got[0] != want {
+			t.Errorf("%s in the resized container: %q, want %s", file, out, want)
+		}
+	}
+
 	grace := int64(2)
-	for _, name := range []string{"box", "crash", "init"} {
+	for _, name := range []string{"box", "crash", "init", "sized"} {
 		if err := pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range []string{"box", "crash", "init"} {
+	for _, name := range []string{"box", "crash", "init", "sized"} {
 		envtest.Eventually(t, "pod "+name+" gone", func() (bool, error) {
 			_, err := pods.Get(ctx, name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil

@@ -24,10 +24,13 @@ type probeResults interface {
 
 // writeStatus writes pod's status as state shows it to target (pod
 // itself, or a static pod's mirror, whose status pod carries), when it
-// changed.
+// changed; pod is the allocated pod (allocation.go).
 func (w *Workers) writeStatus(ctx context.Context, pod, target *corev1.Pod, state podState) error {
 	for attempt := 0; ; attempt++ {
-		status := podStatus(pod, state, w.waitingOf(pod), w.probes, w.node.HostIPs, w.now())
+		now := w.now()
+		status := podStatus(pod, state, w.waitingOf(pod), w.probes, w.node.HostIPs, now)
+		resized, pending, failure := w.resizeSnapshot(string(pod.UID))
+		resizeStatus(&status, pod, state, resized, pending, failure, now)
 		if apiequality.Semantic.DeepEqual(status, target.Status) {
 			return nil
 		}

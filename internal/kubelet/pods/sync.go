@@ -112,6 +112,9 @@ func (w *Workers) syncPod(ctx context.Context, key string, pod, target *corev1.P
 			return err
 		}
 	}
+	// The containers run with the resources the workers allocated, which
+	// a resize waiting for room has not changed yet (allocation.go).
+	pod = w.admit(pod)
 	syncErr := w.run(ctx, pod)
 	state, err := w.state(ctx, string(pod.UID))
 	if err != nil {

@@ -110,6 +110,7 @@ type Workers struct {
 	mu      sync.Mutex
 	waiting map[string]map[string]*corev1.ContainerStateWaiting // pod UID → container → why it waits
 	notes   map[string]*backOffNote                             // by back-off key
+	resize  map[string]*podResize                               // pod UID → its allocation (allocation.go)
 }
 
 // New returns the pod workers of node (node.Name is the node's name).
@@ -119,6 +120,7 @@ func New(client kubernetes.Interface, node podconfig.Node, runtime Runtime, log 
 		reader: runtime, sandboxes: runtime, containers: runtime, images: runtime, exec: runtime,
 		waiting: map[string]map[string]*corev1.ContainerStateWaiting{},
 		notes:   map[string]*backOffNote{},
+		resize:  map[string]*podResize{},
 	}
 	w.restarts, w.pulls = newBackOff(w.now), newBackOff(w.now)
 	return w

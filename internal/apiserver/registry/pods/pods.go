@@ -4,6 +4,7 @@
 // package adds what is particular to Pod objects: pod-only defaults, the
 // Pending phase and QoS class given on create, the rules for updating a
 // running pod, the pods/ephemeralcontainers subresource (ephemeral.go), the
+// pods/resize subresource (resize.go), the
 // `kubectl get pods` table and the pod field selectors.
 package pods
 
@@ -41,7 +42,7 @@ func Resource() registry.Resource {
 			return validateUpdate(obj.(*corev1.Pod), old.(*corev1.Pod))
 		},
 		ValidateCreate:   func(obj runtime.Object) field.ErrorList { return validateCreate(obj.(*corev1.Pod)) },
-		SpecSubresources: map[string]registry.SpecSubresource{"ephemeralcontainers": ephemeralContainers},
+		SpecSubresources: map[string]registry.SpecSubresource{"ephemeralcontainers": ephemeralContainers, "resize": resize},
 		Columns:          columns,
 		Row:              func(obj runtime.Object, now time.Time) []interface{} { return row(obj.(*corev1.Pod), now) },
 		SelectableFields: func(obj runtime.Object) fields.Set { return selectableFields(obj.(*corev1.Pod)) },
