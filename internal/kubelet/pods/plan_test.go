@@ -1,6 +1,7 @@
 package pods
 
 import (
+	"encoding/json"
 	"slices"
 	"strconv"
 	"testing"
@@ -56,6 +57,11 @@ func stateOf(pod *corev1.Pod, sb *runtimeapi.PodSandboxStatus, cs ...ctr) podSta
 			id += "@" + c.sandbox
 		}
 		annotations := map[string]string{}
+		if spec := specOf(pod, c.name); spec != nil {
+			// Made with the spec's resources: no resize to do.
+			r, _ := json.Marshal(podconfig.CPUMemory(spec.Resources))
+			annotations[podconfig.AnnotationResources] = string(r)
+		}
 		if spec := specOf(pod, c.name); spec != nil && c.hash == "" {
 			annotations[podconfig.AnnotationHash] = strconv.FormatUint(podconfig.ContainerHash(spec), 16)
 		} else if c.hash != "-" {

@@ -216,7 +216,12 @@ func actuated(cs *runtimeapi.ContainerStatus, updated map[string]corev1.Resource
 func resizeActions(pod *corev1.Pod, c *corev1.Container, r role, cs *runtimeapi.ContainerStatus, hist []*runtimeapi.ContainerStatus, updated map[string]corev1.ResourceRequirements) []action {
 	have, ok := actuated(cs, updated)
 	want := podconfig.CPUMemory(c.Resources)
-	if !ok || sameResources(have, want) {
+	if !ok {
+		// Made before orch recorded resources: what changed is unknown, so
+		// the allocation is applied in place once, and known from then on.
+		return []action{{kind: resizeContainer, container: c, role: r, id: cs.Id}}
+	}
+	if sameResources(have, want) {
 		return nil
 	}
 	var restart []string

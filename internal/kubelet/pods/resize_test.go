@@ -96,11 +96,15 @@ func TestResizeActions(t *testing.T) {
 			}
 		})
 	}
-	// A container made before orch recorded its resources is left alone.
-	c := &corev1.Container{Name: "app", Resources: res("1", "", "", "")}
+	// A container made before orch recorded its resources gets its
+	// allocation once, in place.
+	c := &corev1.Container{Name: "app", Resources: res("1", "", "", ""), ResizePolicy: restartMemory}
 	old := &runtimeapi.ContainerStatus{Id: "c0", State: runtimeapi.ContainerState_CONTAINER_RUNNING, Metadata: &runtimeapi.ContainerMetadata{Name: "app"}}
-	if acts := resizeActions(&corev1.Pod{}, c, regularRole, old, []*runtimeapi.ContainerStatus{old}, nil); len(acts) != 0 {
+	if acts := resizeActions(&corev1.Pod{}, c, regularRole, old, []*runtimeapi.ContainerStatus{old}, nil); len(acts) != 1 || acts[0].kind != resizeContainer {
 		t.Errorf("actions for a container without recorded resources: %v", acts)
+	}
+	if acts := resizeActions(&corev1.Pod{}, c, regularRole, old, []*runtimeapi.ContainerStatus{old}, map[string]corev1.ResourceRequirements{"c0": res("1", "", "", "")}); len(acts) != 0 {
+		t.Errorf("actions once it was applied: %v", acts)
 	}
 }
 
