@@ -22,13 +22,17 @@ type podResize struct {
 
 // admit decides pod's allocation and returns the pod to run: pod with
 // its containers' allocated cpu and memory.
+// The other pods' requests are summed only when a resize is asked for.
 func (w *Workers) admit(pod *corev1.Pod) *corev1.Pod {
-	others := w.otherRequests(pod)
+	w.mu.Lock()
+	prev := w.resizeOf(string(pod.UID)).alloc
+	w.mu.Unlock()
+	alloc, pending := allocate(pod, prev, w.node.Allocatable, func() corev1.ResourceList { return w.otherRequests(pod) })
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	r := w.resizeOf(string(pod.UID))
-	r.alloc, r.pending = allocate(pod, r.alloc, w.node.Allocatable, others)
-	return allocatedPod(pod, r.alloc)
+	r.alloc, r.pending = alloc, pending
+	return allocatedPod(pod, alloc)
 }
 
 // resizeOf is the resize state of the pod with uid (w.mu held).
@@ -61,7 +65,7 @@ func (w *Workers) otherRequests(pod *corev1.Pod) corev1.ResourceList {
 			alloc = r.alloc
 		}
 		if alloc == nil {
-			alloc, _ = allocate(p, nil, nil, nil)
+			alloc = specAllocation(p)
 		}
 		for name, q := range podRequests(p, alloc) {
 			sum := total[name]

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"orch/internal/kubelet/podconfig"
@@ -39,17 +38,14 @@ import (
 // allocate decides pod's allocation (cpu and memory of each container and
 // sidecar, by name) from its spec and prev, its allocation so far (nil for
 // a pod not yet admitted), and returns the PodResizePending condition when
-// a resize must wait. others are the cpu and memory requests of the node's
-// other pods.
-func allocate(pod *corev1.Pod, prev map[string]corev1.ResourceRequirements, allocatable, others corev1.ResourceList) (map[string]corev1.ResourceRequirements, *corev1.PodCondition) {
-	want := map[string]corev1.ResourceRequirements{}
-	for _, c := range resizable(pod) {
-		want[c.Name] = podconfig.CPUMemory(c.Resources)
-	}
+// a resize must wait. others gives the cpu and memory requests of the
+// node's other pods; it is called only for a resize.
+func allocate(pod *corev1.Pod, prev map[string]corev1.ResourceRequirements, allocatable corev1.ResourceList, others func() corev1.ResourceList) (map[string]corev1.ResourceRequirements, *corev1.PodCondition) {
+	want := specAllocation(pod)
 	if prev == nil || sameAllocation(want, prev) {
 		return want, nil
 	}
-	requests := podRequests(pod, want)
+	requests, usedByOthers := podRequests(pod, want), others()
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 		req, capacity := requests[name], allocatable[name]
 		if _, known := allocatable[name]; !known {
@@ -59,7 +55,7 @@ func allocate(pod *corev1.Pod, prev map[string]corev1.ResourceRequirements, allo
 			return prev, &corev1.PodCondition{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonInfeasible,
 				Message: fmt.Sprintf("Node didn't have enough capacity: %s, requested: %d, capacity: %d", name, amount(name, req), amount(name, capacity))}
 		}
-		used := others[name]
+		used := usedByOthers[name]
 		total := used.DeepCopy()
 		total.Add(req)
 		if total.Cmp(capacity) > 0 {
@@ -68,6 +64,15 @@ func allocate(pod *corev1.Pod, prev map[string]corev1.ResourceRequirements, allo
 		}
 	}
 	return want, nil
+}
+
+// specAllocation is the allocation pod's spec asks for.
+func specAllocation(pod *corev1.Pod) map[string]corev1.ResourceRequirements {
+	out := map[string]corev1.ResourceRequirements{}
+	for _, c := range resizable(pod) {
+		out[c.Name] = podconfig.CPUMemory(c.Resources)
+	}
+	return out
 }
 
 // amount is q in upstream's units for the messages: milli-CPUs, bytes.
@@ -148,14 +153,14 @@ func sameResources(a, b corev1.ResourceRequirements) bool {
 }
 
 func sameList(a, b corev1.ResourceList) bool {
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		qa, inA := a[name]
-		qb, inB := b[name]
-		if inA != inB || inA && qa.Cmp(qb) != 0 {
-			return false
-		}
-	}
-	return true
+	return sameQuantity(a, b, corev1.ResourceCPU) && sameQuantity(a, b, corev1.ResourceMemory)
+}
+
+// sameQuantity says whether a and b both lack name or have equal amounts.
+func sameQuantity(a, b corev1.ResourceList, name corev1.ResourceName) bool {
+	qa, inA := a[name]
+	qb, inB := b[name]
+	return inA == inB && (!inA || qa.Cmp(qb) == 0)
 }
 
 // allocatedPod is pod with its containers' cpu and memory as alloc has
@@ -226,8 +231,7 @@ func resizeActions(pod *corev1.Pod, c *corev1.Container, r role, cs *runtimeapi.
 	}
 	var restart []string
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		changed := !sameList(corev1.ResourceList{name: have.Requests[name]}, corev1.ResourceList{name: want.Requests[name]}) ||
-			!sameList(corev1.ResourceList{name: have.Limits[name]}, corev1.ResourceList{name: want.Limits[name]})
+		changed := !sameQuantity(have.Requests, want.Requests, name) || !sameQuantity(have.Limits, want.Limits, name)
 		if changed && resizePolicy(c, name) == corev1.RestartContainer {
 			restart = append(restart, string(name))
 		}
@@ -258,7 +262,8 @@ func resizePolicy(c *corev1.Container, name corev1.ResourceName) corev1.Resource
 // allocation; for a running container, the cpu and memory it has), and
 // the resize conditions: pending (nil for none), and PodResizeInProgress
 // while a running container's resources differ from its allocation, with
-// reason Error and failure when the last update failed.
+// reason Error and failure when the last update failed (a failure no
+// longer matters once nothing is in progress).
 func resizeStatus(s *corev1.PodStatus, allocated *corev1.Pod, state podState, updated map[string]corev1.ResourceRequirements, pending *corev1.PodCondition, failure string, now time.Time) {
 	inProgress := false
 	set := func(statuses []corev1.ContainerStatus, c *corev1.Container) {
@@ -288,30 +293,26 @@ func resizeStatus(s *corev1.PodStatus, allocated *corev1.Pod, state podState, up
 	for i := range allocated.Spec.Containers {
 		set(s.ContainerStatuses, &allocated.Spec.Containers[i])
 	}
-	var conds []corev1.PodCondition
-	for _, c := range s.Conditions {
-		if c.Type != corev1.PodResizePending && c.Type != corev1.PodResizeInProgress {
-			conds = append(conds, c)
-		}
-	}
-	keepTime := func(c corev1.PodCondition) corev1.PodCondition {
-		c.ObservedGeneration = allocated.Generation
-		if prev := findCondition(s.Conditions, c.Type); prev != nil && prev.Status == c.Status && prev.Reason == c.Reason {
-			c.LastTransitionTime, c.LastProbeTime = prev.LastTransitionTime, prev.LastProbeTime
-		} else {
-			c.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
-		}
-		return c
-	}
+	var resize []corev1.PodCondition
 	if pending != nil {
-		conds = append(conds, keepTime(*pending))
+		resize = append(resize, *pending)
 	}
-	if inProgress || failure != "" {
+	if inProgress {
 		c := corev1.PodCondition{Type: corev1.PodResizeInProgress, Status: corev1.ConditionTrue}
 		if failure != "" {
 			c.Reason, c.Message = corev1.PodReasonError, failure
 		}
-		conds = append(conds, keepTime(c))
+		resize = append(resize, c)
+	}
+	for i := range resize {
+		resize[i].ObservedGeneration = allocated.Generation
+	}
+	keepTransitionTimes(resize, s.Conditions, now)
+	conds := resize
+	for _, c := range s.Conditions {
+		if c.Type != corev1.PodResizePending && c.Type != corev1.PodResizeInProgress {
+			conds = append(conds, c)
+		}
 	}
 	s.Conditions = conds
 }

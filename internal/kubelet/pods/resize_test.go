@@ -2,6 +2,7 @@ package pods
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -52,7 +53,11 @@ func TestAllocate(t *testing.T) {
 		{"more than is left", res("200m", "35Mi", "200m", "45Mi"), map[string]corev1.ResourceRequirements{"app": small}, small, corev1.PodReasonDeferred},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			alloc, pending := allocate(pod(tc.spec), tc.prev, allocatable, others)
+			summed := false
+			alloc, pending := allocate(pod(tc.spec), tc.prev, allocatable, func() corev1.ResourceList { summed = true; return others })
+			if resizing := tc.prev != nil && !sameResources(tc.prev["app"], tc.spec); summed != resizing {
+				t.Errorf("the other pods' requests summed: %v, want %v", summed, resizing)
+			}
 			if !sameResources(alloc["app"], tc.want) {
 				t.Errorf("allocated %v, want %v", alloc["app"], tc.want)
 			}
@@ -157,14 +162,9 @@ func TestInPlaceResize(t *testing.T) {
 	check(res("20m", "35Mi", "30m", "45Mi"), 0, "")
 	resize := func(r corev1.ResourceRequirements) {
 		t.Helper()
-		got := h.pod("p")
-		got.Spec.Containers[0].Resources = r
-		got.Generation++
-		if _, err := h.client.CoreV1().Pods("default").Update(context.Background(), got, metav1.UpdateOptions{}); err != nil {
+		if err := h.syncAfterResize(r); err != nil {
 			t.Fatal(err)
 		}
-		h.indexer.Update(got)
-		h.mustSync("p")
 	}
 
 	// cpu: updated in place.
@@ -186,6 +186,19 @@ func TestInPlaceResize(t *testing.T) {
 		t.Errorf("a second sync updated again: %v", h.rt.Calls())
 	}
 
+	// A failed update shows as PodResizeInProgress, reason Error, until
+	// nothing is left to do (here: the resize is taken back).
+	h.rt.FailNext("UpdateContainerResources", errors.New("no such cgroup"))
+	if err := h.syncAfterResize(res("30m", "35Mi", "40m", "45Mi")); err == nil {
+		t.Fatal("a failed update reported no error")
+	}
+	if c := findCondition(h.pod("p").Status.Conditions, corev1.PodResizeInProgress); c == nil || c.Reason != corev1.PodReasonError ||
+		!strings.Contains(c.Message, "no such cgroup") {
+		t.Errorf("after a failed update: PodResizeInProgress %+v", c)
+	}
+	resize(res("25m", "35Mi", "35m", "45Mi"))
+	check(res("25m", "35Mi", "35m", "45Mi"), 0, "")
+
 	// More cpu than the node has: it waits, Infeasible.
 	resize(res("3", "35Mi", "3", "45Mi"))
 	check(res("25m", "35Mi", "35m", "45Mi"), 0, corev1.PodReasonInfeasible)
@@ -198,4 +211,18 @@ func TestInPlaceResize(t *testing.T) {
 
 func podconfigAnnotations(c *corev1.Container) (map[string]string, error) {
 	return podconfig.ContainerAnnotations(&corev1.Pod{}, c, 0)
+}
+
+// syncAfterResize sets the resources of pod p's first container, as a
+// write to pods/resize does, and syncs it.
+func (h *harness) syncAfterResize(r corev1.ResourceRequirements) error {
+	h.t.Helper()
+	got := h.pod("p")
+	got.Spec.Containers[0].Resources = r
+	got.Generation++
+	if _, err := h.client.CoreV1().Pods("default").Update(context.Background(), got, metav1.UpdateOptions{}); err != nil {
+		h.t.Fatal(err)
+	}
+	h.indexer.Update(got)
+	return h.sync("p")
 }

@@ -154,15 +154,7 @@ func podStatus(pod *corev1.Pod, state podState, waiting map[string]*corev1.Conta
 			conds = append(conds, c)
 		}
 	}
-	for i := range conds {
-		c := &conds[i]
-		if prev := findCondition(old.Conditions, c.Type); prev != nil && prev.Status == c.Status {
-			c.LastTransitionTime = prev.LastTransitionTime
-			c.LastProbeTime = prev.LastProbeTime
-		} else if c.LastTransitionTime.IsZero() {
-			c.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
-		}
-	}
+	keepTransitionTimes(conds, old.Conditions, now)
 	// The conditions the kubelet decides, and the status as a whole,
 	// describe the pod's current spec (upstream's observedGeneration).
 	for i := range conds {
@@ -174,6 +166,20 @@ func podStatus(pod *corev1.Pod, state podState, waiting map[string]*corev1.Conta
 	s.Conditions = conds
 	s.ObservedGeneration = pod.Generation
 	return s
+}
+
+// keepTransitionTimes gives each of conds whose status is the same in old
+// its old transition and probe times, and the others now (when unset).
+func keepTransitionTimes(conds, old []corev1.PodCondition, now time.Time) {
+	for i := range conds {
+		c := &conds[i]
+		if prev := findCondition(old, c.Type); prev != nil && prev.Status == c.Status {
+			c.LastTransitionTime = prev.LastTransitionTime
+			c.LastProbeTime = prev.LastProbeTime
+		} else if c.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
+		}
+	}
 }
 
 // initializedCondition is upstream's GeneratePodInitializedCondition: an

@@ -49,8 +49,8 @@ func row(pod *corev1.Pod, now time.Time) []interface{} {
 	}
 
 	sidecars := map[string]bool{}
-	for _, c := range pod.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+	for i := range pod.Spec.InitContainers {
+		if c := &pod.Spec.InitContainers[i]; isSidecar(c) {
 			sidecars[c.Name] = true
 			total++
 		}
