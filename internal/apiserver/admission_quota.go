@@ -32,20 +32,25 @@ func (s *Server) admitQuota(ctx context.Context, rs *resourceStore, obj runtime.
 	if ns == "" || quotas == nil {
 		return nil
 	}
-	kvs, _, err := quotas.cache.List(ctx, 0, quotas.listPrefix(ns))
+	// The quotas are read from etcd, not from the watch cache, so that a
+	// quota or a status written just before is enforced already.
+	page, err := quotas.store.List(ctx, quotas.listPrefix(ns), storage.ListOptions{})
 	if err != nil {
 		return err
 	}
 	// Every quota is checked before any is charged.
 	var charged []*corev1.ResourceQuota
-	for _, kv := range kvs {
-		q := kv.Value.(*corev1.ResourceQuota)
+	for _, kv := range page.KVs {
+		stored, err := quotas.decode(kv)
+		if err != nil {
+			return err
+		}
+		q := stored.(*corev1.ResourceQuota)
 		used, err := chargeQuota(q, rs, obj)
 		if err != nil {
 			return apierrors.NewForbidden(rs.gr, mustAccessor(obj).GetName(), err)
 		}
 		if used != nil {
-			q = q.DeepCopy()
 			q.Status.Used = used
 			charged = append(charged, q)
 		}

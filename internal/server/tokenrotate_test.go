@@ -277,6 +277,20 @@ func TestTokenRotateHA(t *testing.T) {
 	envtest.EventuallyTrue(t, "the second server accepts the cluster's token", func() bool {
 		return certificatesStatus(t, s2, secretOf(t, old)) == http.StatusBadRequest
 	})
+	// A learner serves no writes: rotate once s2 votes.
+	etcd1 := etcdClient(t, s1)
+	envtest.EventuallyTrue(t, "the second server to be a voting member", func() bool {
+		members, err := etcd1.MemberList(ctx)
+		if err != nil || len(members.Members) != 2 {
+			return false
+		}
+		for _, m := range members.Members {
+			if m.IsLearner {
+				return false
+			}
+		}
+		return true
+	})
 	server, agent, err := RotateToken(ctx, etcdClient(t, s2), TokenRotation{DataDir: s2.dataDir})
 	if err != nil {
 		t.Fatal(err)

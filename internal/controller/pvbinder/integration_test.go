@@ -29,9 +29,14 @@ func TestBinding(t *testing.T) {
 		createVolume(t, client, "pv-big", "10Gi", "", corev1.PersistentVolumeReclaimRetain)
 		createVolume(t, client, "pv-small", "1Gi", "", corev1.PersistentVolumeReclaimRetain)
 		createVolume(t, client, "pv-fit", "3Gi", "", corev1.PersistentVolumeReclaimRetain)
-		// Only Available volumes are candidates: let all three become so first.
+		// Only Available volumes are candidates: let all three become so
+		// first, in the binder's own informer (it matches from there).
+		volumes := env.Context.Informers.Core().V1().PersistentVolumes().Lister()
 		for _, name := range []string{"pv-big", "pv-small", "pv-fit"} {
-			waitVolume(t, client, name, func(pv *corev1.PersistentVolume) bool { return pv.Status.Phase == corev1.VolumeAvailable })
+			envtest.EventuallyTrue(t, name+" Available in the binder's cache", func() bool {
+				pv, err := volumes.Get(name)
+				return err == nil && pv.Status.Phase == corev1.VolumeAvailable
+			})
 		}
 		createClaim(t, client, "data", "2Gi", ptr.To(""), "")
 		claim := waitClaim(t, client, "data", func(c *corev1.PersistentVolumeClaim) bool { return c.Status.Phase == corev1.ClaimBound })
