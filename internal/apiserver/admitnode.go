@@ -17,8 +17,9 @@ import (
 
 // admitNode is upstream's NodeRestriction admission: a kubelet may write
 // only its own Node, its own pods' status, mirror pods of its static pods,
-// tokens for its pods, its own Lease and CSINode. Requests of anyone else
-// pass untouched.
+// tokens and pod certificates for its pods, its own Lease, CSINode and
+// ResourceSlices, and CSRs with its own name. Requests of anyone else pass
+// untouched.
 func (s *Server) admitNode(ctx context.Context, op string, rs *resourceStore, subresource, namespace, name string, obj, old runtime.Object) error {
 	user, ok := filters.UserFrom(ctx)
 	if !ok {
@@ -50,6 +51,9 @@ func (s *Server) nodeLookup(ctx context.Context) noderestriction.Lookup {
 		},
 		CSIDriver: func(name string) (*storagev1.CSIDriver, error) {
 			return lookup[*storagev1.CSIDriver](ctx, s, storage.WithResource("csidrivers"), "", name)
+		},
+		ServiceAccount: func(ns, name string) (*corev1.ServiceAccount, error) {
+			return lookup[*corev1.ServiceAccount](ctx, s, core.WithResource("serviceaccounts"), ns, name)
 		},
 		Authorizer: s.authz.chain,
 	}

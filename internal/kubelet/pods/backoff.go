@@ -144,6 +144,7 @@ func (w *Workers) forget(uid string) {
 	defer w.mu.Unlock()
 	delete(w.waiting, uid)
 	delete(w.resize, uid)
+	delete(w.rejected, uid)
 	for k := range w.notes {
 		if strings.HasPrefix(k, uid+"/") {
 			delete(w.notes, k)

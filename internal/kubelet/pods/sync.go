@@ -113,8 +113,12 @@ func (w *Workers) syncPod(ctx context.Context, key string, pod, target *corev1.P
 		}
 	}
 	// The containers run with the resources the workers allocated, which
-	// a resize waiting for room has not changed yet (allocation.go).
-	pod = w.admit(pod)
+	// a resize waiting for room has not changed yet (allocation.go). A
+	// new pod the node has no room for is refused.
+	pod, rejected, err := w.admit(ctx, pod, target)
+	if rejected || err != nil {
+		return err
+	}
 	syncErr := w.run(ctx, pod)
 	state, err := w.state(ctx, string(pod.UID))
 	if err != nil {

@@ -111,6 +111,9 @@ type Workers struct {
 	waiting map[string]map[string]*corev1.ContainerStateWaiting // pod UID → container → why it waits
 	notes   map[string]*backOffNote                             // by back-off key
 	resize  map[string]*podResize                               // pod UID → its allocation (allocation.go)
+
+	admitting sync.Mutex      // one new pod admitted at a time (allocation.go)
+	rejected  map[string]bool // pod UIDs refused at admission (w.mu)
 }
 
 // New returns the pod workers of node (node.Name is the node's name).
@@ -118,9 +121,10 @@ func New(client kubernetes.Interface, node podconfig.Node, runtime Runtime, log 
 	w := &Workers{
 		client: client, node: node, log: log.With("component", "pods", "node", node.Name),
 		reader: runtime, sandboxes: runtime, containers: runtime, images: runtime, exec: runtime,
-		waiting: map[string]map[string]*corev1.ContainerStateWaiting{},
-		notes:   map[string]*backOffNote{},
-		resize:  map[string]*podResize{},
+		waiting:  map[string]map[string]*corev1.ContainerStateWaiting{},
+		notes:    map[string]*backOffNote{},
+		resize:   map[string]*podResize{},
+		rejected: map[string]bool{},
 	}
 	w.restarts, w.pulls = newBackOff(w.now), newBackOff(w.now)
 	return w

@@ -60,6 +60,8 @@ type podState struct {
 	// claims are the resolved persistentVolumeClaim volumes by volume
 	// name: a bound claim does not change, so it is looked up once.
 	claims map[string]podconfig.Volume
+	// certs are the podCertificate projections by "<volume>/<source>".
+	certs map[string]*podCertificate
 }
 
 // New is a Manager of the pods under root that reads ConfigMaps, Secrets,
@@ -93,7 +95,8 @@ func (m *Manager) state(uid types.UID) *podState {
 	defer m.mu.Unlock()
 	ps, ok := m.pods[uid]
 	if !ok {
-		ps = &podState{tokens: map[string]*authenticationv1.TokenRequest{}, claims: map[string]podconfig.Volume{}}
+		ps = &podState{tokens: map[string]*authenticationv1.TokenRequest{}, claims: map[string]podconfig.Volume{},
+			certs: map[string]*podCertificate{}}
 		m.pods[uid] = ps
 	}
 	return ps

@@ -63,7 +63,7 @@ func (s *setup) projectedPayload(name string, src *corev1.ProjectedVolumeSource)
 		case p.ClusterTrustBundle != nil:
 			files, err = s.trustBundlePayload(p.ClusterTrustBundle, mode)
 		case p.PodCertificate != nil:
-			err = fmt.Errorf("podCertificate projections are %w", podconfig.ErrUnsupported)
+			files, err = s.podCertificatePayload(name, i, p.PodCertificate, mode)
 		}
 		if err != nil {
 			errs = append(errs, err)

@@ -14,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-
-	"orch/internal/kubelet/podconfig"
 )
 
 // tokenServer answers TokenRequests of the fake client with token-<n>,
@@ -163,12 +161,9 @@ func TestProjectedFSGroupAndErrors(t *testing.T) {
 		corev1.VolumeProjection{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "gone"}}},
 	)
 	err := setupError(t, m, pod2)
-	want := `MountVolume.SetUp failed for volume "kube-api-access" : [while getting ClusterTrustBundle: clustertrustbundles.certificates.k8s.io "b" not found, podCertificate projections are not supported by orch, secrets "gone" not found]`
+	want := `MountVolume.SetUp failed for volume "kube-api-access" : [while getting ClusterTrustBundle: clustertrustbundles.certificates.k8s.io "b" not found, while fetching service account: serviceaccounts "default" not found, secrets "gone" not found]`
 	if err.Error() != want {
 		t.Errorf("error = %q\nwant    %q", err, want)
-	}
-	if !errors.Is(err, podconfig.ErrUnsupported) {
-		t.Errorf("error does not wrap ErrUnsupported")
 	}
 	if isDir(m.VolumeDir(pod2.UID, PluginProjected, "kube-api-access")) {
 		t.Error("failed projected volume has a directory")

@@ -11,10 +11,12 @@
 // Requests of other users, and operations other than CREATE, UPDATE and
 // DELETE, pass untouched.
 //
+// A node may also create PodCertificateRequests only for pods on itself
+// that mount the signer, CertificateSigningRequests for the kubelet signers
+// only with its own CN, and create and delete only its own ResourceSlices.
+//
 // The apiserver calls Admit after authorization, with the objects its watch
-// caches hold; Admit reads nothing else. Left out, because orch does not
-// serve the APIs: certificatesigningrequests, podcertificaterequests and
-// resource.k8s.io resourceslices.
+// caches hold; Admit reads nothing else.
 package noderestriction
 
 import (
@@ -73,6 +75,8 @@ type Lookup struct {
 	Claim     func(namespace, name string) (*corev1.PersistentVolumeClaim, error)
 	Volume    func(name string) (*corev1.PersistentVolume, error)
 	CSIDriver func(name string) (*storagev1.CSIDriver, error)
+	// ServiceAccount: the one a PodCertificateRequest names (its UID).
+	ServiceAccount func(namespace, name string) (*corev1.ServiceAccount, error)
 	// Authorizer answers whether a node may ask for a token audience its
 	// pod does not use (verb request-serviceaccounts-token-audience on the
 	// audience); nil refuses.
@@ -123,6 +127,12 @@ func Admit(ctx context.Context, req Request, l Lookup) error {
 		return admitLease(node, req)
 	case "storage.k8s.io/csinodes":
 		return admitCSINode(node, req)
+	case "certificates.k8s.io/podcertificaterequests":
+		return admitPodCertificateRequest(ctx, node, req, l)
+	case "certificates.k8s.io/certificatesigningrequests":
+		return admitCSR(node, req)
+	case "resource.k8s.io/resourceslices":
+		return admitResourceSlice(node, req)
 	}
 	return nil
 }
