@@ -17,15 +17,18 @@
 //     symlink), rewritten only when their content changes; all but
 //     configMap on a tmpfs of their own. Service account tokens come from
 //     TokenRequest and are refreshed after 80% of their lifetime or 24
-//     hours.
+//     hours. clusterTrustBundle sources are the PEM of the bundles they
+//     name or select. podCertificate sources are a key made here and the
+//     chain a signer issues for it through a PodCertificateRequest (the
+//     pod waits for the first; a new one is asked for after the chain's
+//     beginRefreshAt).
 //   - hostPath: the path itself, after upstream's type checks.
 //   - persistentVolumeClaim: the bound hostPath or local PersistentVolume's
 //     path.
 //
 // fsGroup gives the group the volumes' contents as upstream's
 // SetVolumeOwnership does. Everything else (network and cloud volumes,
-// csi, ephemeral, image, clusterTrustBundle and podCertificate
-// projections, hugepages) fails with an error wrapping
+// csi, ephemeral, image, hugepages) fails with an error wrapping
 // podconfig.ErrUnsupported.
 //
 // Setup is called on every sync and is cheap when nothing changed: it
