@@ -5,6 +5,8 @@
 package quota
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -18,7 +20,27 @@ type Objects struct {
 	Claims      []*corev1.PersistentVolumeClaim
 	Controllers int
 	Quotas      int
+	// Counts are the objects of other resources, by their
+	// count/<resource>.<group> name (those CountedHere does not count).
+	Counts map[corev1.ResourceName]int
 }
+
+// countedHere are the object counts Usage takes from Objects' own fields.
+var countedHere = map[corev1.ResourceName]bool{"count/pods": true, "count/services": true, "count/configmaps": true,
+	"count/secrets": true, "count/replicationcontrollers": true, "count/resourcequotas": true, "count/persistentvolumeclaims": true}
+
+// CountedHere reports whether Usage counts name (a count/<resource>.<group>
+// name) from Objects' own fields; others come from Objects.Counts.
+func CountedHere(name corev1.ResourceName) bool { return countedHere[name] }
+
+// Parts of the names of the other resources: a storage class's claims
+// (<class>.storageclass.storage.k8s.io/persistentvolumeclaims), requests
+// of extended resources (requests.example.com/dongle), object counts.
+const (
+	storageClassInfix = ".storageclass.storage.k8s.io/"
+	requestsPrefix    = "requests."
+	countPrefix       = "count/"
+)
 
 // Usage computes status.used for the resources named in hard, as upstream's
 // evaluators count them: pods that have not finished, their container
@@ -67,9 +89,45 @@ func Usage(hard corev1.ResourceList, o Objects) corev1.ResourceList {
 			used[name] = podTotal(active, corev1.ResourceMemory, true)
 		case corev1.ResourceLimitsEphemeralStorage:
 			used[name] = podTotal(active, corev1.ResourceEphemeralStorage, true)
+		default:
+			if q, ok := otherUsage(name, active, o); ok {
+				used[name] = q
+			}
 		}
 	}
 	return used
+}
+
+// otherUsage is the usage of what the switch of Usage does not name: the
+// requests of extended resources and huge pages (requests.<name>), a
+// storage class's claims and their storage, and the objects counted in
+// o.Counts. ok is false for a name nothing counts.
+func otherUsage(name corev1.ResourceName, active []*corev1.Pod, o Objects) (q resource.Quantity, ok bool) {
+	s := string(name)
+	if class, what, found := strings.Cut(s, storageClassInfix); found {
+		var claims []*corev1.PersistentVolumeClaim
+		for _, c := range o.Claims {
+			if c.Spec.StorageClassName != nil && *c.Spec.StorageClassName == class {
+				claims = append(claims, c)
+			}
+		}
+		switch corev1.ResourceName(what) {
+		case corev1.ResourcePersistentVolumeClaims:
+			return *resource.NewQuantity(int64(len(claims)), resource.DecimalSI), true
+		case corev1.ResourceRequestsStorage:
+			return claimStorage(claims), true
+		}
+		return q, false
+	}
+	if rest, found := strings.CutPrefix(s, requestsPrefix); found && (isExtended(rest) || strings.HasPrefix(rest, corev1.ResourceHugePagesPrefix)) {
+		return podTotal(active, corev1.ResourceName(rest), false), true
+	}
+	if strings.HasPrefix(s, countPrefix) {
+		if n, counted := o.Counts[name]; counted {
+			return *resource.NewQuantity(int64(n), resource.DecimalSI), true
+		}
+	}
+	return q, false
 }
 
 func podTotal(pods []*corev1.Pod, name corev1.ResourceName, limits bool) resource.Quantity {
@@ -138,4 +196,10 @@ func claimStorage(claims []*corev1.PersistentVolumeClaim) resource.Quantity {
 		total.Add(c.Spec.Resources.Requests[corev1.ResourceStorage])
 	}
 	return total
+}
+
+// isExtended is upstream's IsExtendedResourceName: a name with a domain
+// outside kubernetes.io.
+func isExtended(name string) bool {
+	return strings.Contains(name, "/") && !strings.Contains(name, "kubernetes.io/") && !strings.HasPrefix(name, requestsPrefix)
 }

@@ -1,20 +1,24 @@
 // Package resourcequota keeps status.hard and status.used of every
 // ResourceQuota up to date, as upstream's resource quota controller does
-// (counts, cpu/memory/ephemeral-storage requests and limits, storage
-// requests; the Terminating, NotTerminating, BestEffort and NotBestEffort
-// scopes). Enforcement at admission is the apiserver's job.
+// (counts of any resource, cpu/memory/ephemeral-storage requests and
+// limits, extended resources and huge pages, storage requests, per
+// storage class too; the scopes of internal/quota). Enforcement at
+// admission is the apiserver's job.
 package resourcequota
 
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -22,6 +26,10 @@ import (
 	"orch/internal/quota"
 	"orch/internal/worker"
 )
+
+// countersRetry is how soon a namespace is synced again while the
+// informer of a resource its quotas count is still listing.
+const countersRetry = 200 * time.Millisecond
 
 // Controller updates quota status per namespace.
 type Controller struct {
@@ -33,6 +41,7 @@ type Controller struct {
 	secrets     corelisters.SecretLister
 	claims      corelisters.PersistentVolumeClaimLister
 	controllers corelisters.ReplicationControllerLister
+	counters    *counters
 	synced      []cache.InformerSynced
 	queue       workqueue.TypedRateLimitingInterface[string]
 	log         *slog.Logger
@@ -48,6 +57,8 @@ func New(ctx controller.Context) *Controller {
 		queue:       workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		log:         ctx.Log.With("controller", "resourcequota"),
 	}
+	c.counters = &counters{client: ctx.Metadata, enqueue: c.enqueue,
+		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(ctx.Client.Discovery()))}
 	handler := cache.ResourceEventHandlerFuncs{AddFunc: c.enqueue, UpdateFunc: func(_, obj any) { c.enqueue(obj) }, DeleteFunc: c.enqueue}
 	for _, informer := range []cache.SharedIndexInformer{
 		core.ResourceQuotas().Informer(), core.Pods().Informer(), core.Services().Informer(), core.ConfigMaps().Informer(),
@@ -72,6 +83,7 @@ func (c *Controller) enqueue(obj any) {
 
 // Start runs the workers until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
+	c.counters.start(ctx)
 	return worker.Run(ctx, c.queue, worker.Errors(c.sync), worker.Options{Synced: c.synced, Log: c.log})
 }
 
@@ -90,7 +102,16 @@ func (c *Controller) sync(ctx context.Context, ns string) error {
 	rcs, _ := c.controllers.ReplicationControllers(ns).List(all)
 	o.ConfigMaps, o.Secrets, o.Controllers, o.Quotas = len(cms), len(secrets), len(rcs), len(quotas)
 	for _, q := range quotas {
+		counts, ready, err := c.counters.counts(q.Spec.Hard, ns)
+		if err != nil {
+			return err
+		}
+		if !ready { // an informer of counted objects is still listing
+			c.queue.AddAfter(ns, countersRetry)
+			return nil
+		}
 		scoped := o
+		scoped.Counts = counts
 		scoped.Pods = nil
 		for _, p := range pods {
 			if quota.PodMatches(p, q.Spec) {

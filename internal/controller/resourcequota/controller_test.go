@@ -1,15 +1,19 @@
 package resourcequota_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"orch/internal/controller/controllertest"
 	"orch/internal/controller/resourcequota"
+	"orch/internal/envtest"
 )
 
 func TestQuotaStatusCountsUsage(t *testing.T) {
@@ -57,4 +61,56 @@ func TestQuotaStatusCountsUsage(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Object counts of other resources (count/replicasets.apps) and extended
+// resources follow their objects: up on create, down on delete.
+func TestQuotaCountsOtherResources(t *testing.T) {
+	env := controllertest.New(t, "q")
+	env.Start(t, resourcequota.New(env.Context))
+	client := env.Context.Client
+	ctx := t.Context()
+	hard := corev1.ResourceList{"count/replicasets.apps": resource.MustParse("5"), "requests.example.com/dongle": resource.MustParse("3"),
+		"count/widgets.example.com": resource.MustParse("1")}
+	if _, err := client.CoreV1().ResourceQuotas("q").Create(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "quota"},
+		Spec: corev1.ResourceQuotaSpec{Hard: hard}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	used := func(want map[corev1.ResourceName]string) {
+		t.Helper()
+		envtest.Eventually(t, fmt.Sprintf("used %v", want), func() (bool, error) {
+			q, err := client.CoreV1().ResourceQuotas("q").Get(ctx, "quota", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if _, ok := q.Status.Used["count/widgets.example.com"]; ok {
+				return false, fmt.Errorf("a resource the API does not serve is counted: %v", q.Status.Used)
+			}
+			for name, v := range want {
+				if got, ok := q.Status.Used[name]; !ok || got.Cmp(resource.MustParse(v)) != 0 {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+	}
+	used(map[corev1.ResourceName]string{"count/replicasets.apps": "0", "requests.example.com/dongle": "0"})
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "rs"}, Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To[int32](0),
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"a": "b"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}}}
+	if _, err := client.AppsV1().ReplicaSets("q").Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dongle := corev1.ResourceList{"example.com/dongle": resource.MustParse("2")}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i",
+		Resources: corev1.ResourceRequirements{Requests: dongle, Limits: dongle}}}}}
+	if _, err := client.CoreV1().Pods("q").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	used(map[corev1.ResourceName]string{"count/replicasets.apps": "1", "requests.example.com/dongle": "2"})
+	if err := client.AppsV1().ReplicaSets("q").Delete(ctx, "rs", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	used(map[corev1.ResourceName]string{"count/replicasets.apps": "0"})
 }
