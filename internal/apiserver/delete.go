@@ -64,8 +64,11 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, info requestInfo
 		s.respondError(w, r, err, rs.gr, info.Name)
 		return
 	}
+	// As upstream: 202 only for an object that remains while the client
+	// asked for its dependents' deletion with orphanDependents=false; a
+	// pod's graceful deletion or finalizers that hold it back are a 200.
 	code := http.StatusOK
-	if !deleted {
+	if !deleted && opts.OrphanDependents != nil && !*opts.OrphanDependents {
 		code = http.StatusAccepted
 	}
 	s.respond(w, r, code, obj)

@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 
@@ -406,5 +407,42 @@ func TestBinding(t *testing.T) {
 	}
 	if err := pods.Bind(ctx, binding, metav1.CreateOptions{}); !apierrors.IsConflict(err) {
 		t.Errorf("binding a bound pod: %v, want 409", err)
+	}
+}
+
+// A delete that leaves the object in place answers 200 with it (a pod's
+// graceful deletion, finalizers), 202 only when orphanDependents=false
+// asked for its dependents' deletion, as upstream.
+func TestDeleteStatusCodes(t *testing.T) {
+	ctx := testContext(t)
+	_, client := newClient(t, "codes")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	if _, err := client.CoreV1().Pods("codes").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"held", "orphans-not"} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"example.com/hold"}}}
+		if _, err := client.CoreV1().ConfigMaps("codes").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		path, params string
+		want         int
+	}{
+		{"pods/p", "gracePeriodSeconds=60", http.StatusOK},
+		{"configmaps/held", "", http.StatusOK},
+		{"configmaps/orphans-not", "orphanDependents=false", http.StatusAccepted},
+	} {
+		var code int
+		req := client.CoreV1().RESTClient().Delete().AbsPath("/api/v1/namespaces/codes/" + tc.path)
+		for _, kv := range strings.Split(tc.params, "&") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				req = req.Param(k, v)
+			}
+		}
+		if err := req.Do(ctx).StatusCode(&code).Error(); err != nil || code != tc.want {
+			t.Errorf("DELETE %s?%s: %d, %v; want %d", tc.path, tc.params, code, err, tc.want)
+		}
 	}
 }

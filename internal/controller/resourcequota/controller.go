@@ -31,6 +31,11 @@ import (
 // informer of a resource its quotas count is still listing.
 const countersRetry = 200 * time.Millisecond
 
+// resyncPeriod is how often every quota is recounted, as upstream's
+// resource-quota-sync-period: what admission charged for an object whose
+// write then failed is given back then.
+const resyncPeriod = 5 * time.Minute
+
 // Controller updates quota status per namespace.
 type Controller struct {
 	client      kubernetes.Interface
@@ -59,15 +64,55 @@ func New(ctx controller.Context) *Controller {
 	}
 	c.counters = &counters{client: ctx.Metadata, enqueue: c.enqueue,
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(ctx.Client.Discovery()))}
-	handler := cache.ResourceEventHandlerFuncs{AddFunc: c.enqueue, UpdateFunc: func(_, obj any) { c.enqueue(obj) }, DeleteFunc: c.enqueue}
+	// A quota is recounted when it changes, and, as upstream's
+	// replenishment, when what its namespace holds may use less: an
+	// object deleted, a pod finished or being deleted, a service of
+	// another type, a claim resized. Creates are not recounted: admission
+	// charged them, and a recount from informers that have not seen the
+	// latest creates would take that back and let the next one through.
+	// A quota's own status writes (admission's charges among them) are no
+	// reason to recount: only a new quota or a changed spec is.
+	quotaHandler := cache.ResourceEventHandlerFuncs{AddFunc: c.enqueue, UpdateFunc: func(old, obj any) {
+		before, _ := old.(*corev1.ResourceQuota)
+		if q, ok := obj.(*corev1.ResourceQuota); !ok || before == nil || !apiequality.Semantic.DeepEqual(before.Spec, q.Spec) {
+			c.enqueue(obj)
+		}
+	}}
+	replenish := cache.ResourceEventHandlerFuncs{DeleteFunc: c.enqueue, UpdateFunc: func(old, obj any) {
+		if releases(old, obj) {
+			c.enqueue(obj)
+		}
+	}}
+	core.ResourceQuotas().Informer().AddEventHandler(quotaHandler)
+	c.synced = append(c.synced, core.ResourceQuotas().Informer().HasSynced)
 	for _, informer := range []cache.SharedIndexInformer{
-		core.ResourceQuotas().Informer(), core.Pods().Informer(), core.Services().Informer(), core.ConfigMaps().Informer(),
+		core.Pods().Informer(), core.Services().Informer(), core.ConfigMaps().Informer(),
 		core.Secrets().Informer(), core.PersistentVolumeClaims().Informer(), core.ReplicationControllers().Informer(),
 	} {
-		informer.AddEventHandler(handler)
+		informer.AddEventHandler(replenish)
 		c.synced = append(c.synced, informer.HasSynced)
 	}
 	return c
+}
+
+// releases reports whether an update may lower what an object uses of a
+// quota (upstream's replenishment on update).
+func releases(old, obj any) bool {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		before, _ := old.(*corev1.Pod)
+		counted := func(p *corev1.Pod) bool {
+			return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+		}
+		return before != nil && counted(before) && !counted(o)
+	case *corev1.Service:
+		before, _ := old.(*corev1.Service)
+		return before != nil && (before.Spec.Type != o.Spec.Type || len(before.Spec.Ports) != len(o.Spec.Ports))
+	case *corev1.PersistentVolumeClaim:
+		before, _ := old.(*corev1.PersistentVolumeClaim)
+		return before != nil && !apiequality.Semantic.DeepEqual(before.Spec.Resources.Requests, o.Spec.Resources.Requests)
+	}
+	return false
 }
 
 // enqueue queues the namespace of any changed object that has quotas.
@@ -84,6 +129,7 @@ func (c *Controller) enqueue(obj any) {
 // Start runs the workers until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
 	c.counters.start(ctx)
+	go c.resyncEvery(ctx, resyncPeriod)
 	return worker.Run(ctx, c.queue, worker.Errors(c.sync), worker.Options{Synced: c.synced, Log: c.log})
 }
 
@@ -129,4 +175,21 @@ func (c *Controller) sync(ctx context.Context, ns string) error {
 		}
 	}
 	return nil
+}
+
+// resyncEvery queues every namespace with quotas each period until ctx ends.
+func (c *Controller) resyncEvery(ctx context.Context, period time.Duration) {
+	ticker := time.NewTicker(period)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		quotas, _ := c.quotas.List(labels.Everything())
+		for _, q := range quotas {
+			c.queue.Add(q.Namespace)
+		}
+	}
 }

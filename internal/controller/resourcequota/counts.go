@@ -20,8 +20,8 @@ import (
 // count/<resource>.<group> beyond those quota.Usage counts itself
 // (replicasets.apps, jobs.batch, custom resources …), as upstream's
 // generic object count evaluator: a metadata informer per resource,
-// started the first time a quota names it, whose changes requeue their
-// namespace.
+// started the first time a quota names it, whose deletions requeue their
+// namespace (admission charges the creates).
 type counters struct {
 	client  metadata.Interface
 	mapper  meta.RESTMapper
@@ -93,7 +93,7 @@ func (c *counters) informerFor(name corev1.ResourceName) (cache.SharedIndexInfor
 	}
 	inf := metadatainformer.NewFilteredMetadataInformer(c.client, gvr, corev1.NamespaceAll, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: c.enqueue, DeleteFunc: c.enqueue}); err != nil {
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: c.enqueue}); err != nil {
 		return nil, err
 	}
 	go inf.Run(c.ctx.Done())
