@@ -15,6 +15,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -179,17 +180,10 @@ func (c *Controller) sync(ctx context.Context, ns string) error {
 
 // resyncEvery queues every namespace with quotas each period until ctx ends.
 func (c *Controller) resyncEvery(ctx context.Context, period time.Duration) {
-	ticker := time.NewTicker(period)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
+	wait.UntilWithContext(ctx, func(context.Context) {
 		quotas, _ := c.quotas.List(labels.Everything())
 		for _, q := range quotas {
 			c.queue.Add(q.Namespace)
 		}
-	}
+	}, period)
 }
