@@ -69,7 +69,14 @@ type Config struct {
 	// forwards other names to its servers, and pods with dnsPolicy
 	// Default get it (default /etc/resolv.conf).
 	ResolvConf string
+	// PrivateRegistry is a registries.yaml (mirrors, credentials, TLS of
+	// registries; --private-registry, DefaultPrivateRegistry when empty)
+	// that orch's containerd follows. Nothing when the file does not exist.
+	PrivateRegistry string
 }
+
+// DefaultPrivateRegistry is where the registries configuration is read.
+const DefaultPrivateRegistry = "/etc/orch/registries.yaml"
 
 // DefaultKubeletPort is the kubelet API's port, as upstream's.
 const DefaultKubeletPort = 10250
@@ -112,6 +119,9 @@ func (cfg Config) check() (checked, error) {
 	}
 	if c.ResolvConf == "" {
 		c.ResolvConf = "/etc/resolv.conf"
+	}
+	if c.PrivateRegistry == "" {
+		c.PrivateRegistry = DefaultPrivateRegistry
 	}
 	if c.KubeletPort < 0 || c.KubeletPort > 65535 {
 		return c, fmt.Errorf("orch agent: --kubelet-port %d is not a port number", c.KubeletPort)
@@ -197,6 +207,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if endpoint == "" {
 		ccfg := containerd.NewConfig(c.DataDir).WithState(ContainerdState(c.DataDir))
 		nodeCfg.ImageFsDir = ccfg.Root // else the runtime's image file system
+		if err := containerd.ApplyRegistries(ccfg.CertsDir, c.PrivateRegistry, log); err != nil {
+			return fmt.Errorf("orch agent: %w", err)
+		}
 		sup := containerd.NewSupervisor(ccfg, log)
 		store, err := containerd.NewStore(ccfg.Address)
 		if err != nil {

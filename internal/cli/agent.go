@@ -59,6 +59,8 @@ func nodeFlags() []cli.Flag {
 			"host-gw (direct routes; nodes must share a link) or none (another network plugin does it)"},
 		&cli.BoolFlag{Name: "disable-proxy", Usage: "do not program Services into iptables (another service proxy does it)"},
 		&cli.StringFlag{Name: "resolv-conf", Value: "/etc/resolv.conf", Usage: "the node's resolver configuration: the cluster DNS forwards other names to its servers, and pods with dnsPolicy Default get it"},
+		&cli.StringFlag{Name: "private-registry", Value: agent.DefaultPrivateRegistry, Usage: "registries.yaml: mirrors, credentials and TLS of image registries " +
+			"(k3s's format; read at start; ignored with --container-runtime-endpoint)"},
 	}
 }
 
@@ -94,6 +96,7 @@ func agentConfig(c *cli.Context) (agent.Config, error) {
 		NetworkBackend:           c.String("network-backend"),
 		DisableProxy:             c.Bool("disable-proxy"),
 		ResolvConf:               c.String("resolv-conf"),
+		PrivateRegistry:          c.String("private-registry"),
 	}, nil
 }
 

@@ -1,4 +1,4 @@
-package main
+package imageregistry
 
 import (
 	"archive/tar"
@@ -43,8 +43,8 @@ func get(t *testing.T, srv *httptest.Server, method, path string) (*http.Respons
 // An image of a docker-save archive is served by tag and by digest, its
 // manifest naming blobs that are there and whose contents match.
 func TestRegistryServesArchive(t *testing.T) {
-	reg := newRegistry()
-	err := reg.load(archive(t, map[string]string{
+	reg := New()
+	err := reg.Load(archive(t, map[string]string{
 		"./manifest.json": `[{"Config":"abc.json","RepoTags":["registry.k8s.io/e2e-test-images/kitten:1.8"],"Layers":["l1/layer.tar","l2/layer.tar"]}]`,
 		"./abc.json":      `{"rootfs":{}}`, "./l1/layer.tar": "layer one", "./l2/layer.tar": "layer two",
 	}))
@@ -96,7 +96,7 @@ func TestRegistryRefusesBadArchive(t *testing.T) {
 		"missing layer": {"manifest.json": `[{"Config":"c.json","RepoTags":["registry.k8s.io/a:1"],"Layers":["gone.tar"]}]`, "c.json": "{}"},
 		"tag w/o host":  {"manifest.json": `[{"Config":"c.json","RepoTags":["a:1"]}]`, "c.json": "{}"},
 	} {
-		if err := newRegistry().load(archive(t, files)); err == nil {
+		if err := New().Load(archive(t, files)); err == nil {
 			t.Errorf("%s: loaded", name)
 		}
 	}
