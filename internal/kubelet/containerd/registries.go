@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -87,7 +88,7 @@ const hostsMarker = "# Written by orch from its registries.yaml; replaced at eve
 func HostsFiles(r Registries) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	var errs []error
-	for _, name := range sortedKeys(r.Mirrors) {
+	for _, name := range slices.Sorted(maps.Keys(r.Mirrors)) {
 		m := r.Mirrors[name]
 		if len(m.Rewrites) > 0 {
 			errs = append(errs, fmt.Errorf("mirrors[%q]: rewrite is not supported by orch", name))
@@ -112,7 +113,7 @@ func HostsFiles(r Registries) (map[string][]byte, error) {
 		}
 		out[dirName(name)] = data
 	}
-	for _, host := range sortedKeys(r.Configs) {
+	for _, host := range slices.Sorted(maps.Keys(r.Configs)) {
 		if _, done := out[dirName(host)]; done {
 			continue
 		}
@@ -213,15 +214,6 @@ func dirName(registry string) string {
 		return "_default"
 	}
 	return registry
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // ApplyRegistries writes the hosts.toml files of the registries.yaml at
