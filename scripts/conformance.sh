@@ -12,7 +12,8 @@
 #     and the images built by ../shared/conformance/images.sh.
 #  2. A cluster of `orch server` (with its agent) and one `orch agent`, each
 #     in a network namespace of its own on a bridge of the host
-#     (10.198.0.0/24), the images in both nodes' images directories.
+#     (10.198.0.0/24), the images in both nodes' images directories and
+#     in a registry on the bridge that both nodes' registry.k8s.io mirror.
 #  3. The parallel part (ginkgo -p, labels LABELS && !Serial && !Disruptive),
 #     then the [Serial] part alone; FOCUS narrows both to the tests whose
 #     names match it.
@@ -61,11 +62,16 @@ build_suite() {
 		for m in $STAGING; do go mod edit -replace=k8s.io/"$m"=k8s.io/"$m"@"$API"; done
 		printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "github.com/onsi/ginkgo/v2/ginkgo"\n\t_ "k8s.io/kubernetes/test/e2e"\n\t_ "k8s.io/kubernetes/test/images/agnhost"\n)\n' >tools.go
 		go mod tidy
-		go test -c -vet=off -o "$BIN/e2e.test" k8s.io/kubernetes/test/e2e
+		# The version upstream's release build stamps in: tests read it
+		# (pod security fixtures for "the current version", e.g.).
+		go test -c -vet=off -ldflags "$VERSION_LDFLAGS" -o "$BIN/e2e.test" k8s.io/kubernetes/test/e2e
 		go build -o "$BIN/ginkgo" github.com/onsi/ginkgo/v2/ginkgo
 	)
+	echo "$VERSION_LDFLAGS" >"$BIN/e2e.test.ldflags"
 }
-[ -x "$BIN/e2e.test" ] && [ -x "$BIN/ginkgo" ] || build_suite
+minor=${K8S#v1.}; minor=${minor%%.*}
+VERSION_LDFLAGS="-X k8s.io/component-base/version.gitVersion=$K8S -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+[ -x "$BIN/e2e.test" ] && [ -x "$BIN/ginkgo" ] && [ "$(cat "$BIN/e2e.test.ldflags" 2>/dev/null)" = "$VERSION_LDFLAGS" ] || build_suite
 if [ ! -x "$BIN/etcd" ]; then
 	say "building etcd (for the aggregator test's sample-apiserver) from orch's go.mod"
 	(cd "$ROOT" && CGO_ENABLED=0 go build -o "$BIN/etcd" go.etcd.io/etcd/server/v3)
@@ -89,6 +95,7 @@ state_of() { echo "/run/orch/containerd-$(printf %s "$RUN/$1" | sha256sum | cut 
 teardown() {
 	set +e
 	say "stopping the cluster"
+	[ -f "$RUN/registry.pid" ] && kill "$(cat "$RUN/registry.pid")" 2>/dev/null && rm -f "$RUN/registry.pid"
 	for n in agent server; do
 		[ -f "$RUN/$n.pid" ] && kill "$(cat "$RUN/$n.pid")" 2>/dev/null
 	done
@@ -129,7 +136,7 @@ start_node() { # start_node NAME IP ARGS...
 	mkdir -p "$RUN/$n/agent/images"
 	cp "$IMAGES"/*.tar "$RUN/$n/agent/images/"
 	nsenter --net=/run/netns/orch-conf-$n "$ORCH" "$@" --data-dir "$RUN/$n" --node-name "conf-$n" \
-		--node-ip "$ip" --resolv-conf "$RUN/resolv.conf" >"$RUN/$n.log" 2>&1 &
+		--node-ip "$ip" --resolv-conf "$RUN/resolv.conf" --private-registry "$RUN/registries.yaml" >"$RUN/$n.log" 2>&1 &
 	echo $! >"$RUN/$n.pid"
 }
 
@@ -144,6 +151,15 @@ ip link set $BRIDGE up
 # The nodes' upstream resolver is the host's bridge address, where nothing
 # listens: names outside the cluster fail at once instead of timing out.
 echo "nameserver $NET.1" >"$RUN/resolv.conf"
+# The suite's images, served read-only on the bridge for the pulls that a
+# pull policy of Always makes (scripts/conformance-registry).
+REGISTRY=$NET.1:5000
+(cd "$ROOT" && go build -o "$RUN/registry" ./scripts/conformance-registry)
+"$RUN/registry" -listen "$REGISTRY" "$IMAGES"/registry.k8s.io_*.tar >"$RUN/registry.log" 2>&1 &
+echo $! >"$RUN/registry.pid"
+# Pulls of registry.k8s.io (imagePullPolicy Always) go there first
+# (docs/operations.md, Private registries).
+printf 'mirrors:\n  registry.k8s.io:\n    endpoint: ["http://%s"]\n' "$REGISTRY" >"$RUN/registries.yaml"
 
 KC=$RUN/kubeconfig
 KUBECTL=$RUN/kubectl
