@@ -316,6 +316,12 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 	runExt := subresource == "" || subresource == "status" || isWhole
 	adm := admissionRequest{rs: rs, op: admission.Update, subresource: subresource, obj: obj, old: old,
 		namespace: accessor.GetNamespace(), name: accessor.GetName(), dryRun: wr.dryRun, options: updateOptions(wr)}
+	if pod, ok := obj.(*corev1.Pod); ok && subresource == "" {
+		// DefaultTolerationSeconds admits updates too: an update that
+		// replaces the tolerations keeps the defaults, which validation
+		// forbids removing.
+		addDefaultTolerations(pod)
+	}
 	if runExt {
 		if err := s.mutateExt(ctx, adm); err != nil {
 			return nil, err

@@ -331,6 +331,22 @@ func TestPodsGetDefaultTolerations(t *testing.T) {
 	if len(created.Spec.Tolerations) != 2 || got[corev1.TaintNodeNotReady] != 300 || got[corev1.TaintNodeUnreachable] != 10 {
 		t.Fatalf("tolerations %+v: want not-ready for 300 s added and the pod's own unreachable for 10 s kept", created.Spec.Tolerations)
 	}
+	// An update that replaces the tolerations adds one and keeps those
+	// the pod had: the defaults come back, as upstream's admission of
+	// updates gives them.
+	plain, err := client.CoreV1().Pods("tol").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain.Spec.Tolerations = []corev1.Toleration{{Key: "foo", Operator: corev1.TolerationOpEqual, Value: "bar", Effect: corev1.TaintEffectNoSchedule}}
+	updated, err := client.CoreV1().Pods("tol").Update(ctx, plain, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatalf("an update replacing the tolerations: %v", err)
+	}
+	if n := len(updated.Spec.Tolerations); n != 3 || updated.Generation != 2 {
+		t.Errorf("after the update: %d tolerations %+v, generation %d; want 3 and 2", n, updated.Spec.Tolerations, updated.Generation)
+	}
 }
 
 // TestUnconditionalUpdate: a PUT without metadata.resourceVersion replaces
