@@ -56,9 +56,13 @@ type joinHandler struct {
 	// client writes the node password secrets (the loopback clientset).
 	client kubernetes.Interface
 	// cluster is nil on a server other servers cannot join (no --cluster-init).
-	servers  *clusterServers
-	validity time.Duration
-	log      *slog.Logger
+	servers *clusterServers
+	// policyReady is closed once the authorizer holds the bootstrap RBAC
+	// policy; until then a node's credentials would be refused, so
+	// certificates are not issued (nil: always ready).
+	policyReady <-chan struct{}
+	validity    time.Duration
+	log         *slog.Logger
 }
 
 func newJoinHandler(bundle *pki.Bundle, tokens *jointoken.Holder, cluster join.Cluster, loopback *rest.Config, log *slog.Logger) (*joinHandler, error) {
@@ -111,6 +115,19 @@ func (h *joinHandler) serveCACerts(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// started reports whether the server's authorization policy is in force.
+func (h *joinHandler) started() bool {
+	if h.policyReady == nil {
+		return true
+	}
+	select {
+	case <-h.policyReady:
+		return true
+	default:
+		return false
+	}
+}
+
 // maxJoinBody bounds a CertificatesRequest (two CSRs and a few names).
 const maxJoinBody = 64 << 10
 
@@ -126,6 +143,11 @@ func (h *joinHandler) serveCertificates(w http.ResponseWriter, r *http.Request) 
 		w.Header().Set("WWW-Authenticate", `Basic realm="orch join"`)
 		writeJoinError(w, http.StatusUnauthorized, metav1.StatusReasonUnauthorized,
 			"the join token's secret is wrong: copy the agent token from data-dir/server/agent-token (or the server token from data-dir/server/token) on the server and pass it with --token")
+		return
+	}
+	if !h.started() {
+		w.Header().Set("Retry-After", "1")
+		writeJoinError(w, http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "the server is still starting: its authorization policy is not in force yet (retry shortly)")
 		return
 	}
 	var req join.CertificatesRequest

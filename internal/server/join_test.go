@@ -287,3 +287,27 @@ func TestJoinHandlerHTTP(t *testing.T) {
 		t.Errorf("an incomplete request with the right secret: %d, want 400", resp.StatusCode)
 	}
 }
+
+// TestJoinWaitsForThePolicy: until the authorizer holds the bootstrap
+// policy a right request gets 503 and Retry-After (certificates issued then
+// would be refused by the apiserver); afterwards it is served.
+func TestJoinWaitsForThePolicy(t *testing.T) {
+	rs := startRecordingServer(t)
+	ready := make(chan struct{})
+	h := *rs.handler
+	h.policyReady = ready
+	post := func() *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, join.CertificatesPath, strings.NewReader(`{"nodeName":"n1"}`))
+		req.SetBasicAuth(join.TokenUser, "the-secret")
+		rec := httptest.NewRecorder()
+		h.serveCertificates(rec, req)
+		return rec
+	}
+	if rec := post(); rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "still starting") {
+		t.Errorf("before the policy: %d %q %q, want 503 with Retry-After", rec.Code, rec.Header().Get("Retry-After"), rec.Body.String())
+	}
+	close(ready)
+	if rec := post(); rec.Code != http.StatusBadRequest {
+		t.Errorf("after the policy, an incomplete request: %d, want 400", rec.Code)
+	}
+}

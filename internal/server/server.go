@@ -134,12 +134,22 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	// The policy is in force once the controller manager may hold its lease.
-	leaseProbe := authz.Attributes{User: authz.User{Name: rbacpolicy.ControllerManagerUser}, Verb: "update", ResourceRequest: true,
-		APIGroup: "coordination.k8s.io", Resource: "leases", Namespace: metav1.NamespaceSystem, Name: rbacpolicy.ControllerManagerLease}
+	// The policy is in force once the controller manager may hold its lease
+	// (a Role and RoleBinding, reconciled last) and any authenticated user,
+	// a joining node among them, may read discovery (a ClusterRole and
+	// ClusterRoleBinding: other watch caches, which may lag).
+	probes := []authz.Attributes{
+		{User: authz.User{Name: rbacpolicy.ControllerManagerUser}, Verb: "update", ResourceRequest: true,
+			APIGroup: "coordination.k8s.io", Resource: "leases", Namespace: metav1.NamespaceSystem, Name: rbacpolicy.ControllerManagerLease},
+		{User: authz.User{Name: "system:node:probe", Groups: []string{"system:nodes", "system:authenticated"}}, Verb: "get", Path: "/api"},
+	}
 	boot.policyLoaded = func() bool {
-		d, _, _ := api.Authorizer().Authorize(ctx, leaseProbe)
-		return d == authz.Allow
+		for _, probe := range probes {
+			if d, _, _ := api.Authorizer().Authorize(ctx, probe); d != authz.Allow {
+				return false
+			}
+		}
+		return true
 	}
 	listener, err := listen(p, bundle, certs.getCertificate)
 	if err != nil {
@@ -149,6 +159,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	joins.policyReady = boot.policyReady
 	if p.ha() {
 		joins.servers = &clusterServers{etcd: etcd.Client, tlsDir: p.tlsDir(), settings: p.settings()}
 	}

@@ -2,6 +2,7 @@ package cronjob
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +120,38 @@ func TestFinishedCondition(t *testing.T) {
 	job.Status.Conditions = append(job.Status.Conditions, batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue})
 	if finishedCondition(job) != batchv1.JobFailed {
 		t.Errorf("condition %q, want Failed", finishedCondition(job))
+	}
+}
+
+// A pass that worked from a stale copy replays its edits onto the stored
+// status: the job it started is kept, the one it saw finish is dropped, and
+// neither time goes back.
+func TestReplayOntoStoredStatus(t *testing.T) {
+	t0 := metav1.Unix(600, 0)
+	t1 := metav1.Unix(660, 0)
+	stale := &batchv1.CronJob{Status: batchv1.CronJobStatus{
+		Active:           []corev1.ObjectReference{{Name: "old", UID: "1"}},
+		LastScheduleTime: &t0,
+	}}
+	p := &pass{cj: stale}
+	p.dropActive("1")
+	p.addActive(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "new", UID: "3"}})
+	p.cj.Status.LastScheduleTime = &t1
+
+	stored := &batchv1.CronJob{Status: batchv1.CronJobStatus{
+		Active:             []corev1.ObjectReference{{Name: "old", UID: "1"}, {Name: "other", UID: "2"}},
+		LastScheduleTime:   &t0,
+		LastSuccessfulTime: &t1,
+	}}
+	p.replayOnto(stored)
+	var names []string
+	for _, ref := range stored.Status.Active {
+		names = append(names, ref.Name)
+	}
+	if strings.Join(names, ",") != "other,new" {
+		t.Errorf("active %v, want other,new", names)
+	}
+	if !stored.Status.LastScheduleTime.Equal(&t1) || !stored.Status.LastSuccessfulTime.Equal(&t1) {
+		t.Errorf("times %v %v, want both %v", stored.Status.LastScheduleTime, stored.Status.LastSuccessfulTime, t1)
 	}
 }

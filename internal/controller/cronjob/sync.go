@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	"orch/internal/controller"
 )
@@ -69,6 +70,23 @@ type pass struct {
 	cj      *batchv1.CronJob
 	now     time.Time
 	changed bool
+	added   []corev1.ObjectReference // jobs this pass put into status.active
+	removed []types.UID              // and took out of it
+}
+
+// addActive records a job this pass started in status.active.
+func (p *pass) addActive(job *batchv1.Job) {
+	ref := jobRef(job)
+	p.cj.Status.Active = append(p.cj.Status.Active, ref)
+	p.added = append(p.added, ref)
+	p.changed = true
+}
+
+// dropActive takes a job out of status.active.
+func (p *pass) dropActive(uid types.UID) {
+	removeActive(p.cj, uid)
+	p.removed = append(p.removed, uid)
+	p.changed = true
 }
 
 // cacheIsStale reports whether a running job is missing from the cached
@@ -159,8 +177,7 @@ func (p *pass) noteFinished(jobs []*batchv1.Job) {
 			continue
 		}
 		if isActive(p.cj, job.UID) {
-			removeActive(p.cj, job.UID)
-			p.changed = true
+			p.dropActive(job.UID)
 			p.normal("SawCompletedJob", "Saw completed job: %s, condition: %v", job.Name, cond)
 		}
 		done := job.Status.CompletionTime
@@ -186,8 +203,7 @@ func (p *pass) dropVanished(ctx context.Context, jobs []*batchv1.Job) error {
 		_, err := p.client.BatchV1().Jobs(p.cj.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			removeActive(p.cj, ref.UID)
-			p.changed = true
+			p.dropActive(ref.UID)
 			p.normal("MissingJob", "Active job went missing: %v", ref.Name)
 		case err != nil:
 			return err
@@ -263,9 +279,8 @@ func (p *pass) startAt(ctx context.Context, scheduled time.Time) error {
 	if job == nil || err != nil {
 		return err
 	}
-	cj.Status.Active = append(cj.Status.Active, jobRef(job))
+	p.addActive(job)
 	cj.Status.LastScheduleTime = &metav1.Time{Time: scheduled}
-	p.changed = true
 	return nil
 }
 
@@ -314,8 +329,7 @@ func (p *pass) deleteJob(ctx context.Context, name string, uid types.UID) error 
 		return err
 	}
 	if isActive(p.cj, uid) {
-		removeActive(p.cj, uid)
-		p.changed = true
+		p.dropActive(uid)
 	}
 	if err == nil {
 		p.normal("SuccessfulDelete", "Deleted job %v", name)
@@ -323,14 +337,54 @@ func (p *pass) deleteJob(ctx context.Context, name string, uid types.UID) error 
 	return nil
 }
 
-// writeStatus writes the edited status, if it changed. A conflict means the
-// cache was stale: the error makes the key retry on fresher data.
+// writeStatus writes the edited status, if it changed. The cached copy can
+// be older than the stored one (the previous pass's write not yet seen);
+// then the update conflicts, and this pass's edits are replayed onto the
+// stored status, so that a job it started is never forgotten.
 func (p *pass) writeStatus(ctx context.Context) error {
 	if !p.changed {
 		return nil
 	}
-	_, err := p.client.BatchV1().CronJobs(p.cj.Namespace).UpdateStatus(ctx, p.cj, metav1.UpdateOptions{})
-	return err
+	cronJobs := p.client.BatchV1().CronJobs(p.cj.Namespace)
+	_, err := cronJobs.UpdateStatus(ctx, p.cj, metav1.UpdateOptions{})
+	if !apierrors.IsConflict(err) {
+		return err
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		stored, err := cronJobs.Get(ctx, p.cj.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if stored.UID != p.cj.UID {
+			return nil // deleted and created again: a new cron job
+		}
+		p.replayOnto(stored)
+		_, err = cronJobs.UpdateStatus(ctx, stored, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// replayOnto applies this pass's status edits to a newer copy of the cron
+// job: the jobs it added to and removed from status.active, and the later
+// of each recorded time.
+func (p *pass) replayOnto(stored *batchv1.CronJob) {
+	for _, uid := range p.removed {
+		removeActive(stored, uid)
+	}
+	for _, ref := range p.added {
+		if !isActive(stored, ref.UID) {
+			stored.Status.Active = append(stored.Status.Active, ref)
+		}
+	}
+	stored.Status.LastScheduleTime = later(stored.Status.LastScheduleTime, p.cj.Status.LastScheduleTime)
+	stored.Status.LastSuccessfulTime = later(stored.Status.LastSuccessfulTime, p.cj.Status.LastSuccessfulTime)
+}
+
+func later(a, b *metav1.Time) *metav1.Time {
+	if a == nil || (b != nil && b.After(a.Time)) {
+		return b
+	}
+	return a
 }
 
 func (p *pass) normal(reason, format string, args ...interface{}) {
