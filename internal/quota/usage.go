@@ -119,7 +119,7 @@ func otherUsage(name corev1.ResourceName, active []*corev1.Pod, o Objects) (q re
 		}
 		return q, false
 	}
-	if rest, found := strings.CutPrefix(s, requestsPrefix); found && (isExtended(rest) || strings.HasPrefix(rest, corev1.ResourceHugePagesPrefix)) {
+	if rest, found := strings.CutPrefix(s, requestsPrefix); found && (IsExtendedResourceName(rest) || strings.HasPrefix(rest, corev1.ResourceHugePagesPrefix)) {
 		return podTotal(active, corev1.ResourceName(rest), false), true
 	}
 	if strings.HasPrefix(s, countPrefix) {
@@ -198,8 +198,8 @@ func claimStorage(claims []*corev1.PersistentVolumeClaim) resource.Quantity {
 	return total
 }
 
-// isExtended is upstream's IsExtendedResourceName: a name with a domain
+// IsExtendedResourceName is upstream's: a name with a domain
 // outside kubernetes.io.
-func isExtended(name string) bool {
+func IsExtendedResourceName(name string) bool {
 	return strings.Contains(name, "/") && !strings.Contains(name, "kubernetes.io/") && !strings.HasPrefix(name, requestsPrefix)
 }

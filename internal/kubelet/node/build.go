@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"orch/internal/quota"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -112,6 +114,26 @@ func Status(cfg Config, sys System, prev []corev1.NodeCondition, now time.Time) 
 			OperatingSystem:         "linux",
 			Architecture:            sys.Arch,
 		},
+	}
+}
+
+// KeepExtendedResources adds to desired's capacity and allocatable the
+// extended resources current advertises that the agent does not manage
+// (patched in by an operator or a device plugin's manager), as upstream's
+// kubelet keeps them: allocatable is the capacity, nothing reserved.
+func KeepExtendedResources(current corev1.NodeStatus, desired *corev1.NodeStatus) {
+	for name, q := range current.Capacity {
+		if _, managed := desired.Capacity[name]; managed || !quota.IsExtendedResourceName(string(name)) {
+			continue
+		}
+		if desired.Capacity == nil {
+			desired.Capacity = corev1.ResourceList{}
+		}
+		if desired.Allocatable == nil {
+			desired.Allocatable = corev1.ResourceList{}
+		}
+		desired.Capacity[name] = q.DeepCopy()
+		desired.Allocatable[name] = q.DeepCopy()
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -267,5 +268,25 @@ func TestReadSystem(t *testing.T) {
 	}
 	if sys.CPUs < 1 || sys.MemoryBytes <= 0 || sys.StorageBytes <= 0 || sys.KernelVersion == "" || sys.OSImage == "" || sys.KubeletVersion == "" {
 		t.Errorf("ReadSystem = %+v", sys)
+	}
+}
+
+// The agent's own resources replace the Node's; extended resources others
+// advertised stay, allocatable equal to capacity; native ones it does not
+// report (hugepages) are dropped.
+func TestKeepExtendedResources(t *testing.T) {
+	current := corev1.NodeStatus{
+		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), "example.com/gpu": resource.MustParse("2"),
+			"hugepages-2Mi": resource.MustParse("1Gi")},
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), "example.com/gpu": resource.MustParse("1")},
+	}
+	desired := corev1.NodeStatus{
+		Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+	}
+	KeepExtendedResources(current, &desired)
+	want := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), "example.com/gpu": resource.MustParse("2")}
+	if !equality.Semantic.DeepEqual(desired.Capacity, want) || !equality.Semantic.DeepEqual(desired.Allocatable, want) {
+		t.Errorf("capacity %v, allocatable %v; want both %v", desired.Capacity, desired.Allocatable, want)
 	}
 }

@@ -389,12 +389,14 @@ func (a *Agent) postStatus(ctx context.Context, sys System) error {
 	}
 	now := a.clock.Now()
 	desired := Status(a.cfg, sys, current.Status.Conditions, now)
+	KeepExtendedResources(current.Status, &desired)
 	due := a.lastPost.IsZero() || now.Sub(a.lastPost) >= a.cfg.StatusInterval
 	if !due && !StatusChanged(current.Status, desired) {
 		return nil
 	}
 	updated := current.DeepCopy()
-	// Keep what others set (volumes): replace what the agent reports.
+	// Keep what others set (volumes, extended resources): replace what
+	// the agent reports.
 	updated.Status.Capacity, updated.Status.Allocatable = desired.Capacity, desired.Allocatable
 	updated.Status.Conditions, updated.Status.Addresses, updated.Status.NodeInfo = desired.Conditions, desired.Addresses, desired.NodeInfo
 	updated.Status.DaemonEndpoints, updated.Status.Images = desired.DaemonEndpoints, desired.Images

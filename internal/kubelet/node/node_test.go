@@ -12,6 +12,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -184,9 +185,12 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 	})
 
 	// Something changes (the node lifecycle controller marks the node
-	// Unknown; the runtime is upgraded): posted at the next round.
+	// Unknown; the runtime is upgraded): posted at the next round. An
+	// extended resource an operator advertised meanwhile is kept.
 	step(t, clk, 0) // wait until the round is over, then change the Node
 	n = getNode(t, client, "agent-1")
+	n.Status.Capacity["example.com/dongle"] = resource.MustParse("3")
+	n.Status.Allocatable["example.com/dongle"] = resource.MustParse("3")
 	for i := range n.Status.Conditions {
 		if n.Status.Conditions[i].Type == corev1.NodeReady {
 			n.Status.Conditions[i].Status, n.Status.Conditions[i].Reason = corev1.ConditionUnknown, "NodeStatusUnknown"
@@ -203,6 +207,13 @@ func TestAgentAgainstAPIServer(t *testing.T) {
 		return r.Status == corev1.ConditionTrue && n.Status.NodeInfo.KernelVersion == "6.2.0" &&
 			r.LastHeartbeatTime.Time.Equal(start.Add(70*time.Second)), nil
 	})
+	n = getNode(t, client, "agent-1")
+	if c, a := n.Status.Capacity["example.com/dongle"], n.Status.Allocatable["example.com/dongle"]; c.Value() != 3 || a.Value() != 3 {
+		t.Errorf("the advertised extended resource: capacity %s, allocatable %s; want 3 and 3", c.String(), a.String())
+	}
+	if pods := n.Status.Allocatable[corev1.ResourcePods]; pods.Value() != 110 {
+		t.Errorf("pods allocatable = %s", pods.String())
+	}
 }
 
 // TestAgentUpdatesRegisteredNode: a Node that exists (an agent restart)

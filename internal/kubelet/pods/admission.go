@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
+	"orch/internal/quota"
 	fw "orch/internal/scheduler/framework"
 )
 
@@ -25,7 +26,8 @@ const (
 // the node does not match its node selector or required node affinity,
 // or a host port is taken. Only the first failure is given, as upstream's.
 // A node without allocatable resources (not known) skips the resource
-// checks, one without labels the selector's. "" when the pod may run.
+// checks, one without labels the selector's; extended resources the node
+// does not list are not checked (upstream's cluster-level resources). "" when the pod may run.
 func rejection(pod *corev1.Pod, node *corev1.Node, admitted []*corev1.Pod) (reason, message string) {
 	pi := fw.NewPodInfo(pod)
 	others := make([]*fw.PodInfo, len(admitted))
@@ -87,6 +89,9 @@ func insufficient(pi *fw.PodInfo, n *fw.NodeInfo, allocatable corev1.ResourceLis
 	sort.Strings(names)
 	for _, s := range names {
 		name := corev1.ResourceName(s)
+		if _, known := allocatable[name]; !known && quota.IsExtendedResourceName(s) {
+			continue // as upstream: a cluster-level resource the node does not know
+		}
 		if want := r.Scalar[name]; want > 0 && want > alloc.Scalar[name]-used.Scalar[name] {
 			return fail(name, want, used.Scalar[name], alloc.Scalar[name])
 		}

@@ -34,6 +34,10 @@ func TestRejection(t *testing.T) {
 		}
 		return n
 	}
+	withGPUs := func(n *corev1.Node, gpus string) *corev1.Node {
+		n.Status.Allocatable["example.com/gpu"] = resource.MustParse(gpus)
+		return n
+	}
 	pod := func(name string) *corev1.Pod { return testPod(name, corev1.RestartPolicyAlways) }
 	for _, tc := range []struct {
 		name            string
@@ -47,7 +51,11 @@ func TestRejection(t *testing.T) {
 			"OutOfcpu", "Node didn't have enough resource: cpu, requested: 600, used: 500, capacity: 1000"},
 		{"too many pods", pod("p"), node("1", nil), []*corev1.Pod{pod("a")},
 			"OutOfpods", "Node didn't have enough resource: pods, requested: 1, used: 1, capacity: 1"},
-		{"an extended resource the node lacks", withExtended(pod("p")), node("10", nil), nil,
+		{"an extended resource the node does not list (cluster-level)", withExtended(pod("p")), node("10", nil), nil, "", ""},
+		{"an extended resource the node lists", withExtended(pod("p")), withGPUs(node("10", nil), "2"), []*corev1.Pod{withExtended(pod("a"))}, "", ""},
+		{"an extended resource taken", withExtended(pod("p")), withGPUs(node("10", nil), "1"), []*corev1.Pod{withExtended(pod("a"))},
+			"OutOfexample.com/gpu", "Node didn't have enough resource: example.com/gpu, requested: 1, used: 1, capacity: 1"},
+		{"an extended resource the node lists as zero", withExtended(pod("p")), withGPUs(node("10", nil), "0"), nil,
 			"OutOfexample.com/gpu", "Node didn't have enough resource: example.com/gpu, requested: 1, used: 0, capacity: 0"},
 		{"resources unknown", withCPU(pod("p"), "5"), node("", nil), nil, "", ""},
 		{"a host port taken", withPort(pod("p"), 21017), node("10", nil), []*corev1.Pod{withPort(pod("a"), 21017)},

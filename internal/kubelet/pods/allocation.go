@@ -3,12 +3,14 @@ package pods
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"orch/internal/kubelet/podconfig"
+	"orch/internal/quota"
 )
 
 // podResize is what the workers keep of a pod for in-place resize
@@ -51,23 +53,31 @@ func (w *Workers) admit(ctx context.Context, pod, target *corev1.Pod) (_ *corev1
 	return allocatedPod(pod, alloc), false, nil
 }
 
-// admissionNode is the node as admission sees it: its allocatable
-// resources, and its labels when pod has a node selector or affinity
-// (read from the API then; without them if that fails).
+// admissionNode is the node as admission sees it, as upstream's kubelet
+// sees it in its informer: the agent's allocatable resources with the
+// extended resources the Node advertises, and the Node's labels. Without
+// the API (unreachable) it is the agent's resources alone, without labels.
 func (w *Workers) admissionNode(ctx context.Context, pod *corev1.Pod) *corev1.Node {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: w.node.Name}, Status: corev1.NodeStatus{Allocatable: w.node.Allocatable}}
-	if a := pod.Spec.Affinity; len(pod.Spec.NodeSelector) == 0 && (a == nil || a.NodeAffinity == nil ||
-		a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil) {
-		return node
-	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
 	got, err := w.client.CoreV1().Nodes().Get(ctx, w.node.Name, metav1.GetOptions{})
 	if err != nil {
-		w.log.Warn("cannot read the node for a pod's node selector: admitted without it", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		w.log.Warn("cannot read the node: the pod is admitted without its labels and extended resources", "pod", pod.Namespace+"/"+pod.Name, "err", err)
 		return node
 	}
 	node.Labels = got.Labels
 	if node.Labels == nil {
 		node.Labels = map[string]string{}
+	}
+	node.Status.Allocatable = w.node.Allocatable.DeepCopy()
+	for name, q := range got.Status.Allocatable {
+		if _, own := node.Status.Allocatable[name]; !own && quota.IsExtendedResourceName(string(name)) {
+			if node.Status.Allocatable == nil {
+				node.Status.Allocatable = corev1.ResourceList{}
+			}
+			node.Status.Allocatable[name] = q
+		}
 	}
 	return node
 }
