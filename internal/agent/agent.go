@@ -31,6 +31,7 @@ import (
 	"orch/internal/kubelet/cri"
 	"orch/internal/kubelet/metrics"
 	"orch/internal/kubelet/node"
+	"orch/internal/kubelet/pods"
 	"orch/internal/network"
 	"orch/internal/run"
 	"orch/internal/sdnotify"
@@ -204,6 +205,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	endpoint := c.ContainerRuntimeEndpoint
 	ready := func(ctx context.Context) error { return nil } // the runtime is up
 	keep := func() []string { return nil }                  // images GC spares
+	var views pods.ImageViews                               // image volumes: the own containerd only
 	if endpoint == "" {
 		ccfg := containerd.NewConfig(c.DataDir).WithState(ContainerdState(c.DataDir))
 		nodeCfg.ImageFsDir = ccfg.Root // else the runtime's image file system
@@ -217,7 +219,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		defer store.Close()
 		imp := containerd.NewImporter(store, ccfg.ImagesDir, ccfg.ImportState, containerd.Builtins(goruntime.GOARCH), log)
-		keep = imp.Images
+		keep, views = imp.Images, store
 		components = append(components,
 			run.Named{Name: "containerd", Runnable: sup},
 			run.Named{Name: "image import", Runnable: imp})
@@ -246,7 +248,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		defer rt.Close()
 		v := rt.RuntimeVersion()
 		log.Info("container runtime connected", "endpoint", endpoint, "runtime", v.RuntimeName+"://"+v.RuntimeVersion)
-		parts, err := kubelet(c, nodeCfg, creds, client, rt, km, keep, log)
+		parts, err := kubelet(c, nodeCfg, creds, client, rt, km, keep, views, log)
 		if err != nil {
 			return err
 		}

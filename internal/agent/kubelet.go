@@ -34,8 +34,8 @@ import (
 // kubelet is what runs once the container runtime is connected: the Node's
 // registration and status, the pod network's CNI config, the pod workers
 // and image garbage collection, which spares the images keep names; km
-// is the kubelet's metrics.
-func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kubernetes.Interface, rt *cri.Runtime, km *metrics.Kubelet, keep func() []string, log *slog.Logger) ([]run.Named, error) {
+// is the kubelet's metrics, views mounts image volumes (nil: none).
+func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kubernetes.Interface, rt *cri.Runtime, km *metrics.Kubelet, keep func() []string, views pods.ImageViews, log *slog.Logger) ([]run.Named, error) {
 	cluster := creds.Cluster()
 	sys, err := node.ReadSystem(c.DataDir)
 	if err != nil {
@@ -61,6 +61,7 @@ func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kub
 	workers.ResolvConf = c.ResolvConf
 	workers.SystemdCgroups = containerd.SystemdIsInit()
 	workers.Metrics = km
+	workers.ImageViews = views
 	api, err := server.New(server.Config{
 		Addr:         fmt.Sprintf(":%d", c.KubeletPort),
 		TLS:          creds.ServingTLSConfig(),

@@ -78,6 +78,9 @@ type Workers struct {
 	Parallel int
 	// Metrics counts the probes; nil for none.
 	Metrics *metrics.Kubelet
+	// ImageViews mounts image volumes; nil: they are unsupported (a
+	// runtime other than the agent's own containerd).
+	ImageViews ImageViews
 	// Now is the clock of status timestamps and of the restart and
 	// image pull back-offs (time.Now when nil).
 	Now func() time.Time
@@ -214,6 +217,9 @@ func (w *Workers) setUp(recorder record.EventRecorder) {
 	w.recorder = recorder
 	w.volumes = volumes.New(w.RootDir, w.client, w.log)
 	w.volumes.Allocatable = w.node.Allocatable
+	if w.ImageViews != nil {
+		w.volumes.Images = imageVolumes{w}
+	}
 	w.probes = prober.NewManager(w.exec, w.recorder, w.probeChanged, w.log)
 	w.probes.Metrics = w.Metrics
 }

@@ -25,10 +25,14 @@
 //   - hostPath: the path itself, after upstream's type checks.
 //   - persistentVolumeClaim: the bound hostPath or local PersistentVolume's
 //     path.
+//   - image: the image pulled by the pod workers (its pull policy, the
+//     pod's pull secrets) and mounted read-only from a containerd snapshot
+//     view (Manager.Images; the agent's own containerd only), released at
+//     TearDown.
 //
 // fsGroup gives the group the volumes' contents as upstream's
 // SetVolumeOwnership does. Everything else (network and cloud volumes,
-// csi, ephemeral, image, hugepages) fails with an error wrapping
+// csi, ephemeral, hugepages; image without Images) fails with an error wrapping
 // podconfig.ErrUnsupported.
 //
 // Setup is called on every sync and is cheap when nothing changed: it

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +43,8 @@ type Manager struct {
 	// Clock decides when service account tokens are refreshed and names
 	// the timestamped directories of atomically written volumes.
 	Clock clock.PassiveClock
+	// Images makes image volumes; without it they are unsupported.
+	Images ImageMounter
 
 	client kubernetes.Interface
 	log    *slog.Logger
@@ -175,6 +178,8 @@ func (s *setup) volume(v *corev1.Volume) (podconfig.Volume, error) {
 		return s.projectedVolume(v.Name, src.Projected)
 	case src.PersistentVolumeClaim != nil:
 		return s.claim(v.Name, src.PersistentVolumeClaim)
+	case src.Image != nil && s.m.Images != nil:
+		return s.imageVolume(v.Name, src.Image)
 	}
 	if kind := sourceKind(src); kind != "" {
 		return podconfig.Volume{}, fmt.Errorf("%s volumes are %w", kind, podconfig.ErrUnsupported)
@@ -204,6 +209,14 @@ func (m *Manager) TearDown(uid types.UID) error {
 	dir := m.PodDir(uid)
 	if err := unmountAll(dir); err != nil {
 		return fmt.Errorf("tear down volumes of pod %s: %w", uid, err)
+	}
+	if m.Images != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := m.Images.ReleaseImages(ctx, uid)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("tear down volumes of pod %s: %w", uid, err)
+		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("tear down volumes of pod %s: %w", uid, err)
