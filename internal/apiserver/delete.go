@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -140,6 +141,12 @@ func (s *Server) deleteOnce(ctx context.Context, rs *resourceStore, old runtime.
 	}
 	if dryRun {
 		return marked, false, nil
+	}
+	if mustAccessor(old).GetDeletionTimestamp() != nil && equality.Semantic.DeepEqual(old, marked) {
+		// Being deleted already, and this delete changes nothing: as
+		// upstream's pending graceful deletion, nothing is written (a
+		// write would make every client's next update of it conflict).
+		return old, false, nil
 	}
 	obj, err := rs.update(ctx, marked, revisionOf(old))
 	return obj, false, err

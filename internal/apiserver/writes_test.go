@@ -461,4 +461,34 @@ func TestDeleteStatusCodes(t *testing.T) {
 			t.Errorf("DELETE %s?%s: %d, %v; want %d", tc.path, tc.params, code, err, tc.want)
 		}
 	}
+
+	// Deleting again what is being deleted writes nothing (as upstream's
+	// pending graceful deletion): the resourceVersion stays, so a client's
+	// update in between does not conflict. A shorter grace period is
+	// written.
+	before, err := client.CoreV1().ConfigMaps("codes").Get(ctx, "held", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := client.CoreV1().ConfigMaps("codes").Delete(ctx, "held", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after, err := client.CoreV1().ConfigMaps("codes").Get(ctx, "held", metav1.GetOptions{}); err != nil || after.ResourceVersion != before.ResourceVersion {
+		t.Errorf("resourceVersion %s before deleting it again, %s after (%v)", before.ResourceVersion, after.ResourceVersion, err)
+	}
+	pending, _ := client.CoreV1().Pods("codes").Get(ctx, "p", metav1.GetOptions{})
+	if err := client.CoreV1().Pods("codes").Delete(ctx, "p", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](60)}); err != nil {
+		t.Fatal(err)
+	}
+	if same, _ := client.CoreV1().Pods("codes").Get(ctx, "p", metav1.GetOptions{}); same.ResourceVersion != pending.ResourceVersion {
+		t.Errorf("the same grace period again wrote the pod: resourceVersion %s, then %s", pending.ResourceVersion, same.ResourceVersion)
+	}
+	if err := client.CoreV1().Pods("codes").Delete(ctx, "p", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](5)}); err != nil {
+		t.Fatal(err)
+	}
+	if shorter, _ := client.CoreV1().Pods("codes").Get(ctx, "p", metav1.GetOptions{}); shorter.DeletionGracePeriodSeconds == nil || *shorter.DeletionGracePeriodSeconds != 5 {
+		t.Errorf("a shorter grace period: deletionGracePeriodSeconds %v, want 5", shorter.DeletionGracePeriodSeconds)
+	}
 }

@@ -140,6 +140,52 @@ func TestRegistryPull(t *testing.T) {
 		}
 	})
 
+	t.Run("imageVolume", func(t *testing.T) {
+		// The registry's image (busybox's layer and its own) mounted
+		// read-only into a busybox container, pulled with the pod's
+		// secret as its pull policy Always says.
+		before := reg.count("", "/manifests/1", http.StatusOK)
+		s.KubectlIn(t, fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: reg-volume}
+spec:
+  terminationGracePeriodSeconds: 1
+  tolerations: [{operator: Exists}]
+%s  containers:
+  - name: main
+    image: %s
+    imagePullPolicy: Never
+    command: [sh, -c, "cat /volume/registry.txt; test -x /volume/bin/busybox && echo has-busybox; touch /volume/x 2>/dev/null || echo read-only; sleep 3600"]
+    volumeMounts: [{name: img, mountPath: /volume}]
+  volumes:
+  - name: img
+    image: {reference: %q, pullPolicy: Always}
+`, pullSecret, images.BusyboxRef, image), "apply", "-f", "-")
+		waitRegistryPodRunning(t, client, "reg-volume")
+		eventually(t, time.Minute, func() string {
+			if out := s.Kubectl(t, "logs", "reg-volume"); out != "pulled from the test registry\nhas-busybox\nread-only\n" {
+				return fmt.Sprintf("logs %q", out)
+			}
+			return ""
+		})
+		if after := reg.count("", "/manifests/1", http.StatusOK); after <= before {
+			t.Errorf("pullPolicy Always: %d manifest requests before the pod, %d after", before, after)
+		}
+		s.Kubectl(t, "delete", "pod", "reg-volume", "--wait")
+		eventually(t, time.Minute, func() string {
+			mounts, err := os.ReadFile("/proc/self/mountinfo")
+			if err != nil {
+				return err.Error()
+			}
+			for _, line := range strings.Split(string(mounts), "\n") {
+				if strings.Contains(line, s.Dir) && strings.Contains(line, "/volumes/kubernetes.io~image/") {
+					return "an image volume is still mounted: " + line
+				}
+			}
+			return ""
+		})
+	})
+
 	t.Run("missingTag", func(t *testing.T) {
 		s.KubectlIn(t, registryPod("reg-notag", reg.host+"/test/busybox:nope", "IfNotPresent", pullSecret), "apply", "-f", "-")
 		waitEvents(t, client, "reg-notag", "Failed:not found", "Failed:Error: ErrImagePull")
