@@ -58,7 +58,8 @@ check:
 	    cp /tmp/orch-go.mod.bak go.mod; cp /tmp/orch-go.sum.bak go.sum; echo "go mod tidy changes go.mod/go.sum: run it and commit"; exit 1; fi
 
 # make bench: start bin/orch afresh and print start time, API throughput and
-# latency, and memory; then pod start-up, the Service proxy's sync times and
+# latency, and memory, and the cost of authorization (an RBAC user against
+# the admin, interleaved on one server); then pod start-up, the Service proxy's sync times and
 # the cluster DNS's queries per second (docs/benchmarks.md). With KUBE_APISERVER_BIN and ETCD_BIN
 # set (internal/e2e/bench/build-peer.sh) upstream runs the same load alongside.
 bench: build
