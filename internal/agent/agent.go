@@ -33,6 +33,7 @@ import (
 	"orch/internal/kubelet/node"
 	"orch/internal/kubelet/pods"
 	"orch/internal/network"
+	"orch/internal/pki"
 	"orch/internal/run"
 	"orch/internal/sdnotify"
 )
@@ -74,6 +75,19 @@ type Config struct {
 	// registries; --private-registry, DefaultPrivateRegistry when empty)
 	// that orch's containerd follows. Nothing when the file does not exist.
 	PrivateRegistry string
+	// SeccompDefault runs containers that name no seccomp profile with
+	// the runtime's default one (--seccomp-default), as the kubelet's flag.
+	SeccompDefault bool
+	// AllowedUnsafeSysctls are the sysctls (or patterns ending in *)
+	// beyond the safe ones that pods may set (--allowed-unsafe-sysctls).
+	AllowedUnsafeSysctls []string
+	// ProtectKernelDefaults refuses to start when the kernel's tunables
+	// differ from what the kubelet needs, instead of setting them
+	// (--protect-kernel-defaults).
+	ProtectKernelDefaults bool
+	// TLS are the versions and suites the kubelet API accepts
+	// (--tls-min-version, --tls-cipher-suites); zero is the defaults.
+	TLS pki.TLSOptions
 }
 
 // DefaultPrivateRegistry is where the registries configuration is read.
@@ -174,6 +188,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	if err := os.MkdirAll(filepath.Join(c.DataDir, "agent"), 0o700); err != nil {
 		return fmt.Errorf("orch agent: data dir: %w", err)
+	}
+	if err := ensureKernelTunables("/proc/sys", c.ProtectKernelDefaults, log.With("component", "kubelet")); err != nil {
+		return err
 	}
 	joinCfg := join.Config{Server: c.Server, Token: c.Token, NodeName: c.NodeName, NodeIPs: c.ips, DataDir: c.DataDir, Log: log}
 	log.Info("joining the cluster", "server", c.Server, "node", c.NodeName, "ips", c.ips)

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -27,7 +28,9 @@ import (
 	"orch/internal/kubelet/podconfig"
 	"orch/internal/kubelet/pods"
 	"orch/internal/kubelet/server"
+	"orch/internal/kubelet/sysctls"
 	"orch/internal/network"
+	"orch/internal/pki"
 	"orch/internal/run"
 )
 
@@ -49,7 +52,14 @@ func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kub
 		MemoryCapacity: sys.MemoryBytes,
 		ClusterDomain:  cluster.Domain,
 		CgroupV2:       cgroupV2(),
+		SeccompDefault: c.SeccompDefault,
+		// Localhost profiles are read from here, as upstream's
+		// <root-dir>/seccomp.
+		SeccompProfileRoot: filepath.Join(c.DataDir, "agent", "kubelet", "seccomp"),
 	}, rt, log)
+	if workers.Sysctls, err = sysctls.New(sys.KernelVersion, c.AllowedUnsafeSysctls); err != nil {
+		return nil, fmt.Errorf("orch agent: %w", err)
+	}
 	workers.RootDir = filepath.Join(c.DataDir, "agent", "kubelet")
 	nodeCfg.KubeletDir = workers.RootDir // the nodefs
 	workers.StaticPodDir = filepath.Join(c.DataDir, "agent", "pod-manifests")
@@ -64,7 +74,7 @@ func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kub
 	workers.ImageViews = views
 	api, err := server.New(server.Config{
 		Addr:         fmt.Sprintf(":%d", c.KubeletPort),
-		TLS:          creds.ServingTLSConfig(),
+		TLS:          servingTLS(creds, c.TLS),
 		TokenReviews: client.AuthenticationV1().TokenReviews(),
 		// The node's identity may create reviews (upstream's NodeRules).
 		SubjectAccessReviews: client.AuthorizationV1().SubjectAccessReviews(),
@@ -144,4 +154,12 @@ func ipStrings(ips []net.IP) []string {
 		out[i] = ip.String()
 	}
 	return out
+}
+
+// servingTLS is the kubelet API's TLS: the node's serving certificate,
+// with the versions and suites opts allow.
+func servingTLS(creds *join.Credentials, opts pki.TLSOptions) *tls.Config {
+	c := creds.ServingTLSConfig()
+	opts.Apply(c)
+	return c
 }

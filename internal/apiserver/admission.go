@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -17,13 +18,17 @@ import (
 	"orch/internal/apiserver/admission/noderestriction"
 )
 
-// admitCreate runs the built-in admission steps for a new object: namespace
-// lifecycle, cluster IP and node port allocation for services, and for
-// pods the LimitRange defaults, service account, priority, default
-// tolerations and runtime class.
+// admitCreate runs the built-in mutating admission plugins that are on, in
+// upstream's order, on a new object (NamespaceLifecycle, NodeRestriction,
+// and for pods LimitRanger's defaults, ServiceAccount, AlwaysPullImages,
+// Priority, DefaultTolerationSeconds and RuntimeClass; DefaultStorageClass
+// and DefaultIngressClass), with what is not admission but must happen
+// first: RBAC's escalation check and a Service's allocations.
 func (s *Server) admitCreate(ctx context.Context, rs *resourceStore, obj runtime.Object, dryRun bool) error {
-	if err := s.checkNamespace(ctx, rs, obj); err != nil {
-		return err
+	if s.plugins.on(pluginNamespaceLifecycle) {
+		if err := s.checkNamespace(ctx, rs, obj); err != nil {
+			return err
+		}
 	}
 	if err := s.checkRBACEscalation(ctx, obj); err != nil {
 		return err
@@ -35,18 +40,43 @@ func (s *Server) admitCreate(ctx context.Context, rs *resourceStore, obj runtime
 	switch o := obj.(type) {
 	case *corev1.Service:
 		return s.allocateService(ctx, rs, o, nil, dryRun)
+	case *corev1.PersistentVolumeClaim:
+		if s.plugins.on(pluginDefaultStorageClass) {
+			return s.defaultStorageClass(ctx, o)
+		}
+	case *networkingv1.Ingress:
+		if s.plugins.on(pluginDefaultIngressClass) {
+			return s.defaultIngressClass(ctx, o)
+		}
 	case *corev1.Pod:
-		if err := s.defaultPodLimits(ctx, o); err != nil {
+		return s.admitNewPod(ctx, o)
+	}
+	return nil
+}
+
+// admitNewPod runs the pod plugins of admitCreate.
+func (s *Server) admitNewPod(ctx context.Context, pod *corev1.Pod) error {
+	if err := s.defaultPodLimits(ctx, pod); err != nil {
+		return err
+	}
+	if s.plugins.on(pluginServiceAccount) {
+		if err := s.admitServiceAccount(ctx, pod); err != nil {
 			return err
 		}
-		if err := s.admitServiceAccount(ctx, o); err != nil {
+	}
+	if s.plugins.on(pluginAlwaysPullImages) {
+		alwaysPullImages(pod)
+	}
+	if s.plugins.on(pluginPriority) {
+		if err := s.admitPriority(ctx, pod); err != nil {
 			return err
 		}
-		if err := s.admitPriority(ctx, o); err != nil {
-			return err
-		}
-		addDefaultTolerations(o)
-		return s.admitRuntimeClass(ctx, o) // upstream's order of the three
+	}
+	if s.plugins.on(pluginDefaultTolerationSeconds) {
+		addDefaultTolerations(pod)
+	}
+	if s.plugins.on(pluginRuntimeClass) {
+		return s.admitRuntimeClass(ctx, pod)
 	}
 	return nil
 }

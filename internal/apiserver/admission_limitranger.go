@@ -18,7 +18,7 @@ const limitRangerAnnotation = "kubernetes.io/limit-ranger"
 // limitRanges are the LimitRanges of namespace.
 func (s *Server) limitRanges(ctx context.Context, namespace string) ([]*corev1.LimitRange, error) {
 	rs := s.resources[corev1.SchemeGroupVersion.WithResource("limitranges")]
-	if rs == nil || namespace == "" {
+	if rs == nil || namespace == "" || !s.plugins.on(pluginLimitRanger) {
 		return nil, nil
 	}
 	kvs, _, err := rs.cache.List(ctx, 0, rs.listPrefix(namespace))

@@ -29,7 +29,7 @@ const quotaRetries = 5
 func (s *Server) admitQuota(ctx context.Context, rs *resourceStore, obj runtime.Object, dryRun bool) error {
 	ns := mustAccessor(obj).GetNamespace()
 	quotas := s.resources[corev1.SchemeGroupVersion.WithResource("resourcequotas")]
-	if ns == "" || quotas == nil {
+	if ns == "" || quotas == nil || !s.plugins.on(pluginResourceQuota) {
 		return nil
 	}
 	// The quotas are read from etcd, not from the watch cache, so that a

@@ -22,7 +22,7 @@ import (
 // untouched.
 func (s *Server) admitNode(ctx context.Context, op string, rs *resourceStore, subresource, namespace, name string, obj, old runtime.Object) error {
 	user, ok := filters.UserFrom(ctx)
-	if !ok {
+	if !ok || !s.plugins.on(pluginNodeRestriction) {
 		return nil
 	}
 	if _, isNode := authz.NodeName(user); !isNode {

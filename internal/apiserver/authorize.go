@@ -72,6 +72,7 @@ func requestAttributes(r *http.Request, user authz.User, info requestInfo, isRes
 // authorize answers 403 (and false) unless the request's user may make it.
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request, a authz.Attributes) bool {
 	d, reason, err := s.authz.chain.Authorize(r.Context(), a)
+	auditDecision(r.Context(), d == authz.Allow, reason)
 	if d == authz.Allow {
 		return true
 	}

@@ -32,9 +32,10 @@ var crdResource = apiextensionsv1.SchemeGroupVersion.WithResource("customresourc
 // their watch caches when it goes. Stores of a CRD that is being deleted
 // keep serving everything but create until it is gone, as upstream.
 type customResources struct {
-	store storage.Interface
-	codec *codecs
-	log   *slog.Logger
+	// storeFor is the store of a resource (encrypted at rest or not).
+	storeFor func(schema.GroupResource) storage.Interface
+	codec    *codecs
+	log      *slog.Logger
 	// builtin is the OpenAPI documents of the built-in resources (built
 	// on first use), which the CRDs' are merged into.
 	builtin func() (*openapi.Documents, error)
@@ -64,9 +65,9 @@ type servedCRD struct {
 	cancel context.CancelFunc
 }
 
-func newCustomResources(store storage.Interface, c *codecs, log *slog.Logger, builtin func() (*openapi.Documents, error),
+func newCustomResources(storeFor func(schema.GroupResource) storage.Interface, c *codecs, log *slog.Logger, builtin func() (*openapi.Documents, error),
 	webhooks func(*apiextensionsv1.CustomResourceDefinition) converter) *customResources {
-	return &customResources{store: store, codec: c, log: log, builtin: builtin, webhooks: webhooks,
+	return &customResources{storeFor: storeFor, codec: c, log: log, builtin: builtin, webhooks: webhooks,
 		byName: map[string]*servedCRD{}, byGVR: map[schema.GroupVersionResource]*resourceStore{},
 		changed: make(chan struct{}, 1)}
 }
@@ -236,9 +237,9 @@ func (c *customResources) newStore(crd *apiextensionsv1.CustomResourceDefinition
 	rs := &resourceStore{
 		res: res, gvk: res.GroupVersion.WithKind(res.Kind), gr: gvr.GroupResource(),
 		prefix: "/registry/" + crd.Spec.Group + "/" + crd.Spec.Names.Plural + "/",
-		store:  c.store, codecs: c.codec, custom: codec,
+		store:  c.storeFor(gvr.GroupResource()), codecs: c.codec, custom: codec,
 	}
-	rs.cache = storage.NewCache(c.store, rs.prefix, rs.decodeAny, 1000, c.log.With("cache", gvr.GroupResource().String()))
+	rs.cache = storage.NewCache(rs.store, rs.prefix, rs.decodeAny, 1000, c.log.With("cache", gvr.GroupResource().String()))
 	return rs, nil
 }
 

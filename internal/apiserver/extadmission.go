@@ -115,7 +115,19 @@ func (s *Server) startExtAdmission(ctx context.Context) (err error) {
 		}
 	}
 	factory.Start(ctx.Done())
-	s.ext = &extAdmission{mutating: []admission.MutationInterface{mp, mw}, validating: []admission.ValidationInterface{vp, vw}}
+	s.ext = &extAdmission{}
+	if s.plugins.on(pluginMutatingAdmissionPolicy) {
+		s.ext.mutating = append(s.ext.mutating, mp)
+	}
+	if s.plugins.on(pluginMutatingAdmissionWebhook) {
+		s.ext.mutating = append(s.ext.mutating, mw)
+	}
+	if s.plugins.on(pluginValidatingAdmissionPolicy) {
+		s.ext.validating = append(s.ext.validating, vp)
+	}
+	if s.plugins.on(pluginValidatingAdmissionWebhook) {
+		s.ext.validating = append(s.ext.validating, vw)
+	}
 	return nil
 }
 
@@ -200,10 +212,15 @@ func (s *Server) mutateExt(ctx context.Context, req admissionRequest) error {
 	return nil
 }
 
-// validateExt runs the validating admission policies and webhooks.
+// validateExt runs the validating admission: PodSecurity (built in, but
+// upstream runs it just before them), then the admission policies and
+// webhooks.
 func (s *Server) validateExt(ctx context.Context, req admissionRequest) error {
 	if extAdmitted(ctx) {
 		return nil
+	}
+	if err := s.admitPodSecurity(ctx, req); err != nil {
+		return err
 	}
 	ext, err := s.waitExtAdmission(ctx)
 	if err != nil {

@@ -386,6 +386,15 @@ func (w *warningRecorder) all() string {
 	return strings.Join(w.msgs, "\n")
 }
 
+// take is all the warnings so far, which it forgets.
+func (w *warningRecorder) take() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	all := strings.Join(w.msgs, "\n")
+	w.msgs = nil
+	return all
+}
+
 func withWarnings(c *rest.Config, w *warningRecorder) *rest.Config {
 	c = rest.CopyConfig(c)
 	c.WarningHandler = w

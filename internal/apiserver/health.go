@@ -35,7 +35,10 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	for _, name := range names {
 		if err := checks[name](ctx); err != nil {
 			failed = true
-			fmt.Fprintf(&b, "[-]%s failed: %v\n", name, err)
+			// As upstream: the cause goes to the log, not to callers,
+			// who may be anonymous.
+			fmt.Fprintf(&b, "[-]%s failed: reason withheld\n", name)
+			s.log.Warn("health check failed", "check", name, "endpoint", kind, "err", err)
 		} else {
 			fmt.Fprintf(&b, "[+]%s ok\n", name)
 		}

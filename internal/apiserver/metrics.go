@@ -10,11 +10,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	compmetrics "k8s.io/component-base/metrics"
 )
 
 // metrics are the Prometheus series /metrics serves, named as upstream's.
 type metrics struct {
 	registry *prometheus.Registry
+	// kube holds the series of upstream libraries that register through
+	// k8s.io/component-base/metrics (PodSecurity's).
+	kube     compmetrics.KubeRegistry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	handler  http.Handler
@@ -32,7 +36,8 @@ func newMetrics() *metrics {
 		}, []string{"verb", "group", "version", "resource", "subresource"}),
 	}
 	m.registry.MustRegister(m.requests, m.latency, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m.handler = promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+	m.kube = compmetrics.NewKubeRegistry()
+	m.handler = promhttp.HandlerFor(prometheus.Gatherers{m.registry, m.kube}, promhttp.HandlerOpts{})
 	return m
 }
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apiserver/pkg/audit"
 	"sigs.k8s.io/yaml"
 )
 
@@ -39,6 +40,9 @@ func (s *Server) readPatch(r *http.Request) (patchRequest, error) {
 	}
 	if p.data, err = readBody(r); err != nil {
 		return p, err
+	}
+	if auditing(r.Context()) {
+		audit.LogRequestPatch(r.Context(), p.data)
 	}
 	if p.patchType == types.ApplyYAMLPatchType && r.URL.Query().Get("fieldManager") == "" {
 		return p, badRequest("fieldManager is required for apply requests")

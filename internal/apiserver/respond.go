@@ -17,6 +17,8 @@ func (s *Server) respond(w http.ResponseWriter, r *http.Request, code int, obj r
 		out = output{mediaType: mediaJSON}
 		out.info, _ = s.codecs.serializerFor(mediaJSON)
 	}
+	s.setKind(obj)
+	s.auditResponseObject(r.Context(), obj)
 	s.write(w, out, code, obj)
 }
 

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apiserver/pkg/warning"
 	"k8s.io/client-go/kubernetes"
+	psadmission "k8s.io/pod-security-admission/admission"
 
 	"orch/internal/apiserver/apfbootstrap"
 	"orch/internal/apiserver/authz"
@@ -62,6 +63,13 @@ type Config struct {
 	// APIAudiences are the audiences tokens must have to be accepted by the
 	// apiserver; empty means the issuer alone, as upstream.
 	APIAudiences []string
+	// ServiceAccountMaxTokenExpiration caps what a TokenRequest may ask
+	// for (--service-account-max-token-expiration; 0: no cap);
+	// NoExtendedTokenExpiration turns off upstream's year-long validity
+	// (warning after an hour) of the tokens the kubelet projects
+	// (--service-account-extend-token-expiration=false).
+	ServiceAccountMaxTokenExpiration time.Duration
+	NoExtendedTokenExpiration        bool
 	// ExternalAddress is host:port clients reach the apiserver at; the
 	// issuer discovery document's jwks_uri points there.
 	ExternalAddress string
@@ -85,6 +93,16 @@ type Config struct {
 	// extension-apiserver-authentication ConfigMap); nil proxies without a
 	// client certificate and publishes nothing.
 	Aggregation *AggregationConfig
+	// EnableAdmissionPlugins and DisableAdmissionPlugins change which
+	// admission plugins run (upstream's names; see AdmissionPlugins).
+	EnableAdmissionPlugins, DisableAdmissionPlugins []string
+	// Encryption gives the transformer that encrypts a resource at rest,
+	// or nil for a resource stored as it is; nil encrypts nothing. It is
+	// asked once per resource, when the resource is first served.
+	Encryption func(schema.GroupResource) storage.Transformer
+	// PodSecurityConfigFile holds PodSecurity's cluster defaults and
+	// exemptions (LoadPodSecurityConfig); empty is upstream's defaults.
+	PodSecurityConfigFile string
 }
 
 // Server is the API handler. Start runs its watch caches; ServeHTTP serves.
@@ -109,6 +127,10 @@ type Server struct {
 	ext      *extAdmission
 	extErr   error
 	extReady chan struct{}
+	// plugins are the admission plugins that run; podSecurity is nil when
+	// PodSecurity does not.
+	plugins     pluginSet
+	podSecurity *psadmission.Admission
 
 	mu      sync.Mutex
 	started bool
@@ -137,8 +159,21 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("apiserver: a service CIDR is required")
 	}
 	s.alloc = &allocator{store: cfg.Storage, cidr: cfg.ServiceCIDR}
+	var err error
+	if s.plugins, err = AdmissionPlugins(cfg.EnableAdmissionPlugins, cfg.DisableAdmissionPlugins); err != nil {
+		return nil, err
+	}
+	if s.plugins.on(pluginPodSecurity) {
+		psConfig, err := LoadPodSecurityConfig(cfg.PodSecurityConfigFile)
+		if err != nil {
+			return nil, fmt.Errorf("pod security admission configuration: %w", err)
+		}
+		if s.podSecurity, err = s.newPodSecurity(psConfig); err != nil {
+			return nil, err
+		}
+	}
 	s.agg = newAggregator(s, cfg.Aggregation)
-	s.custom = newCustomResources(cfg.Storage, s.codecs, s.log, s.builtinOpenAPI, s.webhookConverter)
+	s.custom = newCustomResources(s.backendFor, s.codecs, s.log, s.builtinOpenAPI, s.webhookConverter)
 	defaults := defaulter{byKind: map[schema.GroupVersionKind]func(runtime.Object){}}
 	for _, res := range cfg.Resources {
 		if err := s.addResource(res); err != nil {
@@ -151,7 +186,6 @@ func New(cfg Config) (*Server, error) {
 	s.fields = newFieldManagers(s.codecs.scheme, defaults)
 	s.addVirtualResources()
 	if cfg.ServiceAccountKey != nil {
-		var err error
 		if s.tokens, err = newTokens(s, cfg); err != nil {
 			return nil, err
 		}
@@ -159,20 +193,31 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// backendFor is the store of resource gr: the cluster's, through gr's
+// encryption at rest when it has one.
+func (s *Server) backendFor(gr schema.GroupResource) storage.Interface {
+	if s.cfg.Encryption != nil {
+		if t := s.cfg.Encryption(gr); t != nil {
+			return storage.Transformed(s.cfg.Storage, t)
+		}
+	}
+	return s.cfg.Storage
+}
+
 func (s *Server) addResource(res registry.Resource) error {
 	gvr := res.GroupVersion.WithResource(res.Resource)
 	if _, dup := s.resources[gvr]; dup {
 		return fmt.Errorf("resource %s registered twice", gvr)
 	}
-	prefix := "/registry/" + res.Resource + "/"
+	prefix, stored := "/registry/"+res.Resource+"/", gvr.GroupResource()
 	if res.StoredAs != nil {
-		prefix = "/registry/" + res.StoredAs.Resource + "/"
+		prefix, stored = "/registry/"+res.StoredAs.Resource+"/", res.StoredAs.GroupVersion.WithResource(res.StoredAs.Resource).GroupResource()
 	}
 	rs := &resourceStore{
 		res: res, gvk: res.GroupVersion.WithKind(res.Kind), gr: gvr.GroupResource(),
-		prefix: prefix, store: s.cfg.Storage, codecs: s.codecs,
+		prefix: prefix, store: s.backendFor(stored), codecs: s.codecs,
 	}
-	rs.cache = storage.NewCache(s.cfg.Storage, prefix, rs.decodeAny, 1000, s.log.With("cache", gvr.GroupResource().String()))
+	rs.cache = storage.NewCache(rs.store, prefix, rs.decodeAny, 1000, s.log.With("cache", gvr.GroupResource().String()))
 	s.resources[gvr] = rs
 	for i := range s.groups {
 		if s.groups[i].gv == res.GroupVersion {
@@ -284,6 +329,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else if impersonated {
 		user = acting
 		r = r.WithContext(filters.WithUser(r.Context(), user))
+		auditImpersonation(r.Context(), user)
 	}
 	if !s.authorize(w, r, requestAttributes(r, user, info, isResource)) {
 		return

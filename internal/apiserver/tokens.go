@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/warning"
 
 	"orch/internal/apiserver/admission/noderestriction"
 	"orch/internal/apiserver/filters"
@@ -169,8 +170,12 @@ func (s *Server) issueToken(r *http.Request, info requestInfo, rs *resourceStore
 	if err != nil {
 		return nil, err
 	}
+	if max := int64(s.cfg.ServiceAccountMaxTokenExpiration / time.Second); max > 0 && *req.Spec.ExpirationSeconds > max {
+		warning.AddWarning(ctx, "", fmt.Sprintf("requested expiration of %d seconds shortened to %d seconds", *req.Spec.ExpirationSeconds, max))
+		req.Spec.ExpirationSeconds = &max
+	}
 	exp, warnAfter := *req.Spec.ExpirationSeconds, int64(0)
-	if binding.Pod != nil && exp == satoken.WarnOnlyBoundTokenExpirationSeconds && subset(req.Spec.Audiences, s.tokens.audiences) {
+	if !s.cfg.NoExtendedTokenExpiration && binding.Pod != nil && exp == satoken.WarnOnlyBoundTokenExpirationSeconds && subset(req.Spec.Audiences, s.tokens.audiences) {
 		// Upstream's extended expiry for the tokens the kubelet projects.
 		warnAfter, exp = exp, satoken.ExpirationExtensionSeconds
 	}

@@ -461,3 +461,39 @@ func mustJSON(v any) string {
 	}
 	return string(data)
 }
+
+// --service-account-max-token-expiration shortens longer requests, with
+// upstream's warning; with the extension off, the kubelet's 3607-second
+// pod-bound tokens expire when they say.
+func TestTokenExpirationLimits(t *testing.T) {
+	srv, _ := newClientWith(t, "team", envtest.Options{ServiceAccountMaxTokenExpiration: 2 * time.Hour, NoExtendedTokenExpiration: true})
+	client, warned := warnedClient(t, srv)
+	ctx := testContext(t)
+	if _, err := client.CoreV1().ServiceAccounts("team").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "sa"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod, err := client.CoreV1().Pods("team").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: corev1.PodSpec{ServiceAccountName: "sa", Containers: []corev1.Container{{Name: "c", Image: "i"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := tokenFor(t, client, "team", "sa", authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(48 * 3600))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ptr.Deref(tr.Spec.ExpirationSeconds, 0); got != 7200 {
+		t.Errorf("expirationSeconds %d, want the cap 7200", got)
+	}
+	if w := warned.take(); !strings.Contains(w, "requested expiration of 172800 seconds shortened to 7200 seconds") {
+		t.Errorf("warnings %q", w)
+	}
+	bound, err := tokenFor(t, client, "team", "sa", authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3607)),
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := claimsOf(t, bound.Status.Token)
+	if exp, iat := c["exp"].(float64), c["iat"].(float64); exp-iat != 3607 {
+		t.Errorf("a pod-bound 3607 s token lives %v s, want 3607 without the extension", exp-iat)
+	}
+}

@@ -24,6 +24,10 @@ const bookmarkInterval = time.Minute
 // a watch with sendInitialEvents=true (the WatchList protocol).
 const initialEventsEnd = "k8s.io/initial-events-end"
 
+// maxWatchTimeout is the longest a watch runs before the server ends it
+// (the client then resumes from its last resource version).
+const maxWatchTimeout = time.Hour
+
 func (s *Server) watch(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore) {
 	opts, out, sel, err := s.listRequest(r, rs, "Table", "PartialObjectMetadata")
 	if err != nil {
@@ -38,8 +42,10 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, info requestInfo,
 		s.respondError(w, r, err, rs.gr, "")
 		return
 	}
+	// As upstream's --min-request-timeout of 1800 s: a watch lasts 30 to
+	// 60 minutes, spreading relists; one may ask for less, never more.
 	timeout := time.Duration(1800+rand.IntN(1800)) * time.Second
-	if opts.TimeoutSeconds != nil {
+	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 && time.Duration(*opts.TimeoutSeconds)*time.Second < maxWatchTimeout {
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)

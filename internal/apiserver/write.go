@@ -70,6 +70,9 @@ func (s *Server) readWrite(r *http.Request, rs *resourceStore) (writeRequest, ru
 		return wr, nil, nil, err
 	}
 	obj, warnings, err := s.decodeObject(r, rs, data)
+	if err == nil {
+		s.auditRequestObject(r.Context(), rs, obj)
+	}
 	return wr, obj, warnings, err
 }
 
@@ -316,7 +319,7 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 	runExt := subresource == "" || subresource == "status" || isWhole
 	adm := admissionRequest{rs: rs, op: admission.Update, subresource: subresource, obj: obj, old: old,
 		namespace: accessor.GetNamespace(), name: accessor.GetName(), dryRun: wr.dryRun, options: updateOptions(wr)}
-	if pod, ok := obj.(*corev1.Pod); ok && subresource == "" {
+	if pod, ok := obj.(*corev1.Pod); ok && subresource == "" && s.plugins.on(pluginDefaultTolerationSeconds) {
 		// DefaultTolerationSeconds admits updates too: an update that
 		// replaces the tolerations keeps the defaults, which validation
 		// forbids removing.
@@ -365,7 +368,13 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 	if same, err := rs.sameStored(managed, old); err != nil {
 		return nil, err
 	} else if same {
-		return old, nil
+		// Unless it was encrypted with a key that is no longer the first:
+		// then rewriting it is the point (upstream's re-encryption is a
+		// replace of every object with itself).
+		stale, err := storage.Stale(ctx, rs.store, rs.key(accessor.GetNamespace(), accessor.GetName()))
+		if err != nil || !stale || wr.dryRun {
+			return old, err
+		}
 	}
 	if wr.dryRun {
 		return managed, nil

@@ -8,6 +8,16 @@ import (
 // Write prints one line per result (status, name, what was found), the
 // fix indented under each that is not OK, and a summary line.
 func Write(w io.Writer, rs []Result) error {
+	if err := writeLines(w, rs); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, "\n"+Summary(rs))
+	return err
+}
+
+// writeLines prints one line per result and the fix under each that is
+// not OK.
+func writeLines(w io.Writer, rs []Result) error {
 	width := 0
 	for _, r := range rs {
 		width = max(width, len(r.Name))
@@ -16,14 +26,13 @@ func Write(w io.Writer, rs []Result) error {
 		if _, err := fmt.Fprintf(w, "%-8s %-*s  %s\n", r.Status, width, r.Name, r.Found); err != nil {
 			return err
 		}
-		if r.Status != OK && r.Fix != "" {
+		if r.Status != OK && r.Status != Pass && r.Fix != "" {
 			if _, err := fmt.Fprintf(w, "%-8s %-*s  fix: %s\n", "", width, "", r.Fix); err != nil {
 				return err
 			}
 		}
 	}
-	_, err := fmt.Fprintln(w, "\n"+Summary(rs))
-	return err
+	return nil
 }
 
 // Summary is one sentence on the results as a whole.

@@ -8,6 +8,7 @@ import (
 	"orch/internal/agent"
 	"orch/internal/kubelet/node"
 	"orch/internal/network"
+	"orch/internal/pki"
 )
 
 func agentCommand() *cli.Command {
@@ -59,6 +60,11 @@ func nodeFlags() []cli.Flag {
 			"host-gw (direct routes; nodes must share a link) or none (another network plugin does it)"},
 		&cli.BoolFlag{Name: "disable-proxy", Usage: "do not program Services into iptables (another service proxy does it)"},
 		&cli.StringFlag{Name: "resolv-conf", Value: "/etc/resolv.conf", Usage: "the node's resolver configuration: the cluster DNS forwards other names to its servers, and pods with dnsPolicy Default get it"},
+		&cli.BoolFlag{Name: "seccomp-default", Usage: "run containers that name no seccomp profile with the runtime's default profile (RuntimeDefault) instead of none"},
+		&cli.StringSliceFlag{Name: "allowed-unsafe-sysctls", Usage: "namespaced sysctls (or patterns ending in *, e.g. kernel.msg*) pods may set beyond the safe ones"},
+		&cli.BoolFlag{Name: "protect-kernel-defaults", Usage: "refuse to start when the kernel's tunables (vm.overcommit_memory, kernel.panic, ...) differ from what the kubelet needs, instead of setting them"},
+		&cli.StringFlag{Name: "tls-min-version", Value: "VersionTLS12", Usage: "lowest TLS version the apiserver and kubelet ports accept: VersionTLS12 or VersionTLS13"},
+		&cli.StringSliceFlag{Name: "tls-cipher-suites", Usage: "TLS 1.2 cipher suites the apiserver and kubelet ports accept, by Go's names (default: the ECDHE AES-GCM and ChaCha20-Poly1305 suites)"},
 		&cli.StringFlag{Name: "private-registry", Value: agent.DefaultPrivateRegistry, Usage: "registries.yaml: mirrors, credentials and TLS of image registries " +
 			"(k3s's format; read at start; ignored with --container-runtime-endpoint)"},
 	}
@@ -81,7 +87,15 @@ func agentConfig(c *cli.Context) (agent.Config, error) {
 			return agent.Config{}, err
 		}
 	}
+	tlsOptions, err := pki.ParseTLSOptions(c.String("tls-min-version"), splitList(c.StringSlice("tls-cipher-suites")))
+	if err != nil {
+		return agent.Config{}, err
+	}
 	return agent.Config{
+		TLS:                      tlsOptions,
+		SeccompDefault:           c.Bool("seccomp-default"),
+		AllowedUnsafeSysctls:     splitList(c.StringSlice("allowed-unsafe-sysctls")),
+		ProtectKernelDefaults:    c.Bool("protect-kernel-defaults"),
 		Server:                   c.String("server"),
 		Token:                    c.String("token"),
 		TokenFile:                c.String("token-file"),

@@ -17,8 +17,13 @@ func checkConfigCommand() *cli.Command {
 			"Exits 1 when a required feature is missing, 0 otherwise (warnings included).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "kernel-config", Usage: "kernel config file to check, gzipped or not (default: /proc/config.gz, then /boot/config-$(uname -r))"},
+			&cli.BoolFlag{Name: "cis", Usage: "instead, check the running orch server and agent against the automatable items of the CIS Kubernetes Benchmark " +
+				"(file permissions, flags in effect, anonymous access, encryption, audit, Pod Security): PASS, WARN or FAIL each; exits 1 on a FAIL"},
 		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("cis") {
+				return runCIS(c)
+			}
 			results := checkconfig.Run(checkconfig.OS{}, checkconfig.Options{
 				KernelConfig: c.String("kernel-config"),
 				CNIBinDir:    containerd.NewConfig(agent.DefaultDataDir).CNIBinDir,

@@ -36,6 +36,7 @@ func Main(args []string) int {
 			checkConfigCommand(),
 			certificateCommand(),
 			tokenCommand(),
+			secretsEncryptCommand(),
 		},
 		HideHelpCommand: true,
 	}

@@ -3,10 +3,12 @@ package cli
 import (
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/klog/v2"
 
+	"orch/internal/apiserver/filters"
 	"orch/internal/etcdsnapshot"
 	"orch/internal/server"
 )
@@ -54,20 +56,45 @@ func serverFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "disable-agent", Usage: "run the control plane only (no agent, so no pods, on this node)"},
 		&cli.IntFlag{Name: "etcd-client-port", Value: 2379, Usage: "loopback port of the embedded etcd's clients"},
 		&cli.IntFlag{Name: "etcd-peer-port", Value: 2380, Usage: "loopback port of the embedded etcd's peers"},
+		&cli.IntFlag{Name: "max-requests-inflight", Value: 400, Usage: "read requests served at once before the apiserver answers 429 (system:masters, watches and streams are not counted; 0: no limit)"},
+		&cli.IntFlag{Name: "max-mutating-requests-inflight", Value: 200, Usage: "write requests served at once before the apiserver answers 429 (0: no limit)"},
+		&cli.DurationFlag{Name: "request-timeout", Value: time.Minute, Usage: "time after which a request that is not a watch or a stream ends with 504 (0: none)"},
+		&cli.DurationFlag{Name: "service-account-max-token-expiration", Usage: "the longest a service account token may be asked for (at least 1h; 0: no cap)"},
+		&cli.BoolFlag{Name: "service-account-extend-token-expiration", Value: true, Usage: "let the tokens the kubelet projects stay valid for a year, warning after their hour, as upstream"},
+		&cli.BoolFlag{Name: "secrets-encryption", Usage: "encrypt Secrets at rest with a key orch makes and keeps in step on every server (see orch secrets-encrypt)"},
+		&cli.StringFlag{Name: "secrets-encryption-provider", Value: "aescbc", Usage: "the cipher of --secrets-encryption: aescbc or secretbox"},
+		&cli.StringFlag{Name: "encryption-provider-config", Usage: "an EncryptionConfiguration file (apiserver.config.k8s.io/v1, as kube-apiserver's) for other resources or providers, whose keys you keep; read at start"},
+		&cli.StringFlag{Name: "audit-policy-file", Usage: "audit policy (audit.k8s.io/v1 Policy, as kube-apiserver's); with --audit-log-path, turns the audit log on"},
+		&cli.StringFlag{Name: "audit-log-path", Usage: "where the audit log goes (a file, or - for standard output); with --audit-policy-file"},
+		&cli.IntFlag{Name: "audit-log-maxage", Usage: "days to keep rotated audit logs (0: no limit)"},
+		&cli.IntFlag{Name: "audit-log-maxbackup", Usage: "rotated audit logs to keep (0: no limit)"},
+		&cli.IntFlag{Name: "audit-log-maxsize", Usage: "MB an audit log reaches before it is rotated (0: 100)"},
+		&cli.StringSliceFlag{Name: "enable-admission-plugins", Usage: "admission plugins to run besides the defaults, by upstream's names (e.g. AlwaysPullImages)"},
+		&cli.StringSliceFlag{Name: "disable-admission-plugins", Usage: "default admission plugins not to run, by upstream's names (e.g. PodSecurity)"},
+		&cli.StringFlag{Name: "pod-security-admission-config-file", Usage: "PodSecurity's cluster defaults and exemptions: a PodSecurityConfiguration, or an AdmissionConfiguration holding one (default: privileged, no exemptions)"},
 		&cli.BoolFlag{Name: "debug", Usage: "log at debug level"},
 	}, nodeFlags()...)
 }
 
 func runServer(c *cli.Context) error {
-	mode, err := parseMode(c.String("write-kubeconfig-mode"))
+	cfg, err := serverConfig(c)
 	if err != nil {
 		return err
+	}
+	return server.Run(c.Context, cfg, newLogger(c.Bool("debug")))
+}
+
+// serverConfig turns the flags (and config file) into a server.Config.
+func serverConfig(c *cli.Context) (server.Config, error) {
+	mode, err := parseMode(c.String("write-kubeconfig-mode"))
+	if err != nil {
+		return server.Config{}, err
 	}
 	ownAgent, err := agentConfig(c)
 	if err != nil {
-		return err
+		return server.Config{}, err
 	}
-	cfg := server.Config{
+	return server.Config{
 		DataDir:             c.String("data-dir"),
 		WriteKubeconfig:     c.String("write-kubeconfig"),
 		WriteKubeconfigMode: mode,
@@ -96,8 +123,19 @@ func runServer(c *cli.Context) error {
 		TokenFile:           c.String("token-file"),
 		AgentToken:          c.String("agent-token"),
 		AgentTokenFile:      c.String("agent-token-file"),
-	}
-	return server.Run(c.Context, cfg, newLogger(c.Bool("debug")))
+		Limits:              filters.Limits{ReadOnly: c.Int("max-requests-inflight"), Mutating: c.Int("max-mutating-requests-inflight")},
+		RequestTimeout:      c.Duration("request-timeout"),
+		Audit: filters.AuditConfig{PolicyFile: c.String("audit-policy-file"), Path: c.String("audit-log-path"),
+			MaxAge: c.Int("audit-log-maxage"), MaxBackup: c.Int("audit-log-maxbackup"), MaxSize: c.Int("audit-log-maxsize")},
+		EnableAdmissionPlugins:           splitList(c.StringSlice("enable-admission-plugins")),
+		DisableAdmissionPlugins:          splitList(c.StringSlice("disable-admission-plugins")),
+		PodSecurityConfigFile:            c.String("pod-security-admission-config-file"),
+		SecretsEncryption:                c.Bool("secrets-encryption"),
+		ServiceAccountMaxTokenExpiration: c.Duration("service-account-max-token-expiration"),
+		NoExtendedTokenExpiration:        !c.Bool("service-account-extend-token-expiration"),
+		SecretsEncryptionProvider:        c.String("secrets-encryption-provider"),
+		EncryptionProviderConfig:         c.String("encryption-provider-config"),
+	}, nil
 }
 
 func newLogger(debug bool) *slog.Logger {

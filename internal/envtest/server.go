@@ -60,6 +60,14 @@ type Options struct {
 	RBAC bool
 	// NodeRegistrationSecret is the apiserver's (see apiserver.Config).
 	NodeRegistrationSecret func(node string) (namespace, name string)
+	// EnableAdmissionPlugins, DisableAdmissionPlugins and
+	// PodSecurityConfigFile are the apiserver's (see apiserver.Config).
+	EnableAdmissionPlugins, DisableAdmissionPlugins []string
+	PodSecurityConfigFile                           string
+	// ServiceAccountMaxTokenExpiration and NoExtendedTokenExpiration are
+	// the apiserver's (see apiserver.Config).
+	ServiceAccountMaxTokenExpiration time.Duration
+	NoExtendedTokenExpiration        bool
 }
 
 // Start runs etcd and the apiserver until the test ends.
@@ -92,7 +100,9 @@ func StartWith(t testing.TB, opts Options) *Server {
 		// publishes is the front proxy's.
 		Aggregation: &apiserver.AggregationConfig{ClientCAPEM: frontProxy.CACertPEM, RequestHeaderCAPEM: frontProxy.CACertPEM, ProxyClient: frontProxy.Client}, Storage: store, Resources: all.Resources(), ServiceCIDR: cidr, Version: version.Info(), Log: log,
 		ServiceAccountKey: key, ExternalAddress: "127.0.0.1:6443", Now: opts.Now,
-		DisableServiceAccountAdmission: !opts.ServiceAccountAdmission, NodeRegistrationSecret: opts.NodeRegistrationSecret, KubeletClient: kubeletClient(opts.KubeletTLS)})
+		DisableServiceAccountAdmission: !opts.ServiceAccountAdmission, NodeRegistrationSecret: opts.NodeRegistrationSecret, KubeletClient: kubeletClient(opts.KubeletTLS),
+		EnableAdmissionPlugins: opts.EnableAdmissionPlugins, DisableAdmissionPlugins: opts.DisableAdmissionPlugins, PodSecurityConfigFile: opts.PodSecurityConfigFile,
+		ServiceAccountMaxTokenExpiration: opts.ServiceAccountMaxTokenExpiration, NoExtendedTokenExpiration: opts.NoExtendedTokenExpiration})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 
 	"orch/internal/agent"
+	"orch/internal/apiserver/filters"
 	"orch/internal/network"
 )
 
@@ -58,6 +60,32 @@ type Config struct {
 	// Disable leaves out the built-in manifests of these names (file names
 	// without extension, e.g. local-storage); see internal/manifests.
 	Disable []string
+	// Limits are --max-requests-inflight and
+	// --max-mutating-requests-inflight (zero: no limit); RequestTimeout is
+	// --request-timeout (zero: none).
+	Limits         filters.Limits
+	RequestTimeout time.Duration
+	// Audit is the audit log (--audit-*); off without a policy and a path.
+	Audit filters.AuditConfig
+	// ServiceAccountMaxTokenExpiration and NoExtendedTokenExpiration are
+	// the apiserver's (--service-account-max-token-expiration,
+	// --service-account-extend-token-expiration=false).
+	ServiceAccountMaxTokenExpiration time.Duration
+	NoExtendedTokenExpiration        bool
+	// SecretsEncryption makes the cluster encrypt Secrets at rest with a
+	// managed key (--secrets-encryption) of SecretsEncryptionProvider
+	// (aescbc or secretbox; default aescbc); EncryptionProviderConfig is
+	// instead an upstream EncryptionConfiguration file the user keeps
+	// (--encryption-provider-config).
+	SecretsEncryption         bool
+	SecretsEncryptionProvider string
+	EncryptionProviderConfig  string
+	// EnableAdmissionPlugins and DisableAdmissionPlugins change which
+	// admission plugins run; PodSecurityConfigFile holds PodSecurity's
+	// defaults and exemptions (see apiserver.AdmissionPlugins and
+	// apiserver.LoadPodSecurityConfig).
+	EnableAdmissionPlugins, DisableAdmissionPlugins []string
+	PodSecurityConfigFile                           string
 	// UnsafeNoFsync skips etcd fsyncs; for tests only.
 	UnsafeNoFsync bool
 }
@@ -112,6 +140,12 @@ func (c Config) parse() (parsed, error) {
 	}
 	if c.BindAddress != "" && net.ParseIP(c.BindAddress) == nil {
 		return p, fmt.Errorf("--bind-address %q is not an IP address", c.BindAddress)
+	}
+	if m := c.ServiceAccountMaxTokenExpiration; m != 0 && (m < time.Hour || m > (1<<32)*time.Second) {
+		return p, fmt.Errorf("--service-account-max-token-expiration %s: it must be between 1h and 2^32 seconds", m)
+	}
+	if c.SecretsEncryption && c.EncryptionProviderConfig != "" {
+		return p, fmt.Errorf("--secrets-encryption and --encryption-provider-config exclude each other: give the keys in the file, or let orch manage them")
 	}
 	if c.HTTPSPort <= 0 || c.HTTPSPort > 65535 {
 		return p, fmt.Errorf("--https-listen-port %d is not a port number", c.HTTPSPort)

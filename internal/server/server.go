@@ -100,6 +100,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		return err
 	}
 	store := storage.NewEtcd(etcd.Client)
+	encryption, encryptionFollower, err := p.setUpEncryption(ctx, etcd.Client, bundle.CAKeyPEM, log)
+	if err != nil {
+		return err
+	}
 
 	kubeletClient, err := kubeletClientConfig(bundle)
 	if err != nil {
@@ -129,7 +133,10 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			_, err := store.CurrentRevision(ctx)
 			return err
 		}}, boot.hooks()...),
-		ReadyChecks: map[string]func(context.Context) error{"etcd-voter": etcdVoterCheck(etcd.Server())},
+		ReadyChecks:            map[string]func(context.Context) error{"etcd-voter": etcdVoterCheck(etcd.Server())},
+		EnableAdmissionPlugins: p.EnableAdmissionPlugins, DisableAdmissionPlugins: p.DisableAdmissionPlugins,
+		PodSecurityConfigFile: p.PodSecurityConfigFile, Encryption: transformerFor(encryption),
+		ServiceAccountMaxTokenExpiration: p.ServiceAccountMaxTokenExpiration, NoExtendedTokenExpiration: p.NoExtendedTokenExpiration,
 	})
 	if err != nil {
 		return err
@@ -151,7 +158,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		return true
 	}
-	listener, err := listen(p, bundle, certs.getCertificate)
+	listener, err := listen(p, p.Agent.TLS, bundle, certs.getCertificate)
 	if err != nil {
 		return err
 	}
@@ -163,8 +170,16 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if p.ha() {
 		joins.servers = &clusterServers{etcd: etcd.Client, tlsDir: p.tlsDir(), settings: p.settings()}
 	}
-	handler := filters.Recover(log, joins.wrap(filters.Authenticate(api, api, api)))
-	httpServer := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	auditor, err := filters.NewAuditor(p.Audit)
+	if err != nil {
+		return err
+	}
+	defer auditor.Close()
+	if (p.Audit.PolicyFile == "") != (p.Audit.Path == "") {
+		log.Warn("the audit log is off: it needs both --audit-policy-file and --audit-log-path")
+	}
+	handler := filters.Recover(log, filters.Timeout(p.RequestTimeout, joins.wrap(filters.Authenticate(api, api, filters.Audit(auditor, filters.MaxInFlight(p.Limits, api))))))
+	httpServer := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 90 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	go func() {
 		ready := waitReady(ctx, url, bundle)
 		if ready == nil {
@@ -188,8 +203,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			}
 		})},
 		{Name: "etcd-snapshots", Runnable: run.Func(snapshots.Run)},
-		{Name: "join-tokens", Runnable: &tokenWatcher{store: etcd.Client, caKeyPEM: bundle.CAKeyPEM, holder: tokenHolder, files: p.tokenFiles(),
-			given: p.tokensGiven(), log: log.With("component", "join-tokens")}},
+		{Name: "join-tokens", Runnable: keyFollower{store: etcd.Client, key: jointoken.Key, what: "join tokens", log: log.With("component", "join-tokens"),
+			apply: (&tokenWatcher{caKeyPEM: bundle.CAKeyPEM, holder: tokenHolder, files: p.tokenFiles(), given: p.tokensGiven(), log: log.With("component", "join-tokens")}).apply}},
 		{Name: "etcd-compactor", Runnable: run.Func(func(ctx context.Context) error {
 			return store.RunCompactor(ctx, 5*time.Minute, log.With("component", "compactor"))
 		})},
@@ -211,6 +226,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		})},
 		{Name: "controller-manager", Runnable: boot.afterPolicy(&controllerManager{ids: ids, log: log.With("component", "controller-manager"), build: controllers(p)})},
 	}
+	if encryptionFollower != nil {
+		components = append(components, run.Named{Name: "secrets-encryption", Runnable: encryptionFollower})
+	}
 	if p.ha() {
 		components = append(components, run.Named{Name: "etcd-members", Runnable: &etcdMembers{
 			etcd: etcd.Client, self: uint64(etcd.Server().MemberID()), peerURL: etcdCfg.PeerURL, rest: loopback, log: log.With("component", "etcd-members")}})
@@ -223,21 +241,22 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	return run.Group(ctx, log, components...)
 }
 
-// listen opens the apiserver's port; getCertificate gives the serving
-// certificate of each handshake.
-func listen(p parsed, bundle *pki.Bundle, getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)) (net.Listener, error) {
+// listen opens the apiserver's port with the TLS versions and suites opts
+// allow; getCertificate gives the serving certificate of each handshake.
+func listen(p parsed, opts pki.TLSOptions, bundle *pki.Bundle, getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)) (net.Listener, error) {
 	addr := net.JoinHostPort(p.BindAddress, strconv.Itoa(p.HTTPSPort))
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s (is another orch server or kube-apiserver running? choose another --https-listen-port): %w", addr, err)
 	}
-	return tls.NewListener(l, &tls.Config{
+	c := &tls.Config{
 		GetCertificate: getCertificate,
 		ClientAuth:     tls.VerifyClientCertIfGiven,
 		ClientCAs:      bundle.CAPool(),
-		MinVersion:     tls.VersionTLS12,
 		NextProtos:     []string{"h2", "http/1.1"},
-	}), nil
+	}
+	opts.Apply(c)
+	return tls.NewListener(l, c), nil
 }
 
 func serve(ctx context.Context, srv *http.Server, l net.Listener) error {

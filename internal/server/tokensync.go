@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"orch/internal/jointoken"
@@ -122,12 +120,11 @@ func (p parsed) syncTokens(ctx context.Context, store tokenStore, caKeyPEM []byt
 	}
 }
 
-// tokenWatcher follows the cluster's join tokens in etcd: when they
-// change (orch token rotate on any server), it swaps the ones the join
-// handler accepts, so the old ones get 401 at once, and rewrites this
-// server's token files.
+// tokenWatcher follows the cluster's join tokens in etcd (with a
+// keyFollower): when they change (orch token rotate on any server), it
+// swaps the ones the join handler accepts, so the old ones get 401 at once,
+// and rewrites this server's token files.
 type tokenWatcher struct {
-	store    watchedTokenStore
 	caKeyPEM []byte
 	holder   *jointoken.Holder
 	files    tokenFiles
@@ -135,63 +132,6 @@ type tokenWatcher struct {
 	// are now out of date.
 	given jointoken.Given
 	log   *slog.Logger
-}
-
-// maxWatchBackoff bounds the wait before following etcd again.
-const maxWatchBackoff = 30 * time.Second
-
-func (w *tokenWatcher) Start(ctx context.Context) error {
-	backoff := time.Second
-	for {
-		rev, err := w.sync(ctx)
-		if err == nil {
-			backoff = time.Second
-			err = w.follow(ctx, rev+1)
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		w.log.Warn("cannot follow the cluster's join tokens in etcd; retrying", "err", err, "next-try-in", backoff.String())
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, maxWatchBackoff)
-	}
-}
-
-// sync applies the record etcd has now and returns etcd's revision.
-func (w *tokenWatcher) sync(ctx context.Context) (int64, error) {
-	resp, err := w.store.Get(ctx, jointoken.Key)
-	if err != nil {
-		return 0, err
-	}
-	if len(resp.Kvs) > 0 {
-		w.apply(resp.Kvs[0].Value)
-	}
-	return resp.Header.Revision, nil
-}
-
-// follow applies every new record from revision rev on, until the watch
-// fails or ctx ends.
-func (w *tokenWatcher) follow(ctx context.Context, rev int64) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for resp := range w.store.Watch(ctx, jointoken.Key, clientv3.WithRev(rev)) {
-		if err := resp.Err(); err != nil {
-			return err
-		}
-		for _, ev := range resp.Events {
-			if ev.Type == mvccpb.PUT {
-				w.apply(ev.Kv.Value)
-			}
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return errors.New("the watch of the join tokens ended")
 }
 
 // apply makes a sealed record the current tokens. A record this server

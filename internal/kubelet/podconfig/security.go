@@ -219,8 +219,12 @@ func seccompProfile(pod *corev1.Pod, c *corev1.Container, node Node) (*runtimeap
 		if p.LocalhostProfile == nil || *p.LocalhostProfile == "" {
 			return nil, Invalidf("localhostProfile must be set if seccompProfile type is Localhost")
 		}
-		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost,
-			LocalhostRef: filepath.Join(node.SeccompProfileRoot, *p.LocalhostProfile)}, nil
+		path := filepath.Join(node.SeccompProfileRoot, *p.LocalhostProfile)
+		if rel, err := filepath.Rel(node.SeccompProfileRoot, path); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			// The API refuses such paths; a static pod might not.
+			return nil, Invalidf("localhostProfile %q is outside the seccomp profile root %s", *p.LocalhostProfile, node.SeccompProfileRoot)
+		}
+		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: path}, nil
 	}
 	return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}, nil
 }

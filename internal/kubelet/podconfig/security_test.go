@@ -198,6 +198,9 @@ func TestContainerSecurityContext(t *testing.T) {
 					t.Errorf("seccomp %v", sc.Seccomp)
 				}
 			}},
+		{name: "seccomp localhost outside the profile root", node: Node{SeccompProfileRoot: "/var/lib/orch/agent/seccomp"},
+			ctrSC:   &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptrTo("../../../../etc/shadow")}},
+			wantErr: `localhostProfile "../../../../etc/shadow" is outside the seccomp profile root`},
 		{name: "seccomp localhost without a profile", ctrSC: &corev1.SecurityContext{SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost}},
 			wantErr: "localhostProfile must be set"},
 		{name: "apparmor from pod field", podSC: &corev1.PodSecurityContext{AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeRuntimeDefault}},

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"orch/internal/kubelet/podconfig"
+	"orch/internal/kubelet/sysctls"
 	"orch/internal/quota"
 )
 
@@ -41,6 +42,11 @@ func (w *Workers) admit(ctx context.Context, pod, target *corev1.Pod) (_ *corev1
 		return nil, true, nil
 	}
 	if prev == nil && target == pod && pod.Status.StartTime == nil {
+		if w.Sysctls != nil {
+			if message := w.Sysctls.Check(pod); message != "" {
+				return nil, true, w.reject(ctx, pod, sysctls.ForbiddenReason, message)
+			}
+		}
 		if reason, message := rejection(pod, w.admissionNode(ctx, pod), w.admittedPods(pod)); reason != "" {
 			return nil, true, w.reject(ctx, pod, reason, message)
 		}

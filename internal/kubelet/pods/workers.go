@@ -28,6 +28,7 @@ import (
 	"orch/internal/kubelet/podconfig"
 	"orch/internal/kubelet/prober"
 	"orch/internal/kubelet/staticpods"
+	"orch/internal/kubelet/sysctls"
 	"orch/internal/kubelet/volumes"
 	"orch/internal/worker"
 )
@@ -76,6 +77,9 @@ type Workers struct {
 	Resync time.Duration
 	// Parallel is the number of pods synced at once (default 4).
 	Parallel int
+	// Sysctls are the sysctls pods may set (the safe ones and
+	// --allowed-unsafe-sysctls); nil lets any through to the runtime.
+	Sysctls *sysctls.Allowlist
 	// Metrics counts the probes; nil for none.
 	Metrics *metrics.Kubelet
 	// ImageViews mounts image volumes; nil: they are unsupported (a
