@@ -16,13 +16,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"orch/internal/apiserver/admission/noderestriction"
+	"orch/internal/volumeprotection"
 )
 
 // admitCreate runs the built-in mutating admission plugins that are on, in
 // upstream's order, on a new object (NamespaceLifecycle, NodeRestriction,
 // and for pods LimitRanger's defaults, ServiceAccount, AlwaysPullImages,
-// Priority, DefaultTolerationSeconds and RuntimeClass; DefaultStorageClass
-// and DefaultIngressClass), with what is not admission but must happen
+// Priority, DefaultTolerationSeconds, PodTolerationRestriction and
+// RuntimeClass; DefaultStorageClass,
+// StorageObjectInUseProtection and DefaultIngressClass), with what is not admission but must happen
 // first: RBAC's escalation check and a Service's allocations.
 func (s *Server) admitCreate(ctx context.Context, rs *resourceStore, obj runtime.Object, dryRun bool) error {
 	if s.plugins.on(pluginNamespaceLifecycle) {
@@ -42,7 +44,17 @@ func (s *Server) admitCreate(ctx context.Context, rs *resourceStore, obj runtime
 		return s.allocateService(ctx, rs, o, nil, dryRun)
 	case *corev1.PersistentVolumeClaim:
 		if s.plugins.on(pluginDefaultStorageClass) {
-			return s.defaultStorageClass(ctx, o)
+			if err := s.defaultStorageClass(ctx, o); err != nil {
+				return err
+			}
+		}
+		if s.plugins.on(pluginStorageObjectInUseProtection) {
+			// The pvc-protection controller takes it off once no pod uses it.
+			volumeprotection.SetFinalizer(o, volumeprotection.ClaimFinalizer, true)
+		}
+	case *corev1.PersistentVolume:
+		if s.plugins.on(pluginStorageObjectInUseProtection) {
+			volumeprotection.SetFinalizer(o, volumeprotection.VolumeFinalizer, true)
 		}
 	case *networkingv1.Ingress:
 		if s.plugins.on(pluginDefaultIngressClass) {
@@ -74,6 +86,11 @@ func (s *Server) admitNewPod(ctx context.Context, pod *corev1.Pod) error {
 	}
 	if s.plugins.on(pluginDefaultTolerationSeconds) {
 		addDefaultTolerations(pod)
+	}
+	if s.plugins.on(pluginPodTolerationRestriction) {
+		if err := s.admitPodTolerations(ctx, pod, true); err != nil {
+			return err
+		}
 	}
 	if s.plugins.on(pluginRuntimeClass) {
 		return s.admitRuntimeClass(ctx, pod)
@@ -154,7 +171,8 @@ func addDefaultTolerations(pod *corev1.Pod) {
 
 // admitUpdate runs NodeRestriction, checks that an RBAC object's writer
 // does not escalate its rights (unless the update only touches what the garbage collector
-// writes), and allocates what an updated service newly needs.
+// writes), allocates what an updated service newly needs, and runs
+// PodTolerationRestriction on an updated pod.
 func (s *Server) admitUpdate(ctx context.Context, rs *resourceStore, subresource string, obj, old runtime.Object, dryRun bool) error {
 	meta := mustAccessor(obj)
 	if err := s.admitNode(ctx, noderestriction.Update, rs, subresource, meta.GetNamespace(), meta.GetName(), obj, old); err != nil {
@@ -165,8 +183,13 @@ func (s *Server) admitUpdate(ctx context.Context, rs *resourceStore, subresource
 			return err
 		}
 	}
-	if svc, ok := obj.(*corev1.Service); ok {
-		return s.allocateService(ctx, rs, svc, old.(*corev1.Service), dryRun)
+	switch o := obj.(type) {
+	case *corev1.Service:
+		return s.allocateService(ctx, rs, o, old.(*corev1.Service), dryRun)
+	case *corev1.Pod:
+		if subresource == "" && s.plugins.on(pluginPodTolerationRestriction) {
+			return s.admitPodTolerations(ctx, o, false)
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -89,5 +90,38 @@ func TestAlwaysPullImages(t *testing.T) {
 	}
 	if a, b := got.Spec.Containers[0].ImagePullPolicy, got.Spec.InitContainers[0].ImagePullPolicy; a != corev1.PullAlways || b != corev1.PullAlways {
 		t.Errorf("with AlwaysPullImages the pull policies are %s and %s, want Always", a, b)
+	}
+}
+
+// StorageObjectInUseProtection, on by default, puts the protection
+// finalizers on new claims and volumes (their controllers take them off).
+func TestStorageObjectInUseProtection(t *testing.T) {
+	ctx := testContext(t)
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "c", Finalizers: []string{"example.com/keep"}},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	volume := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "v"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/v"}}}}
+	for _, tc := range []struct {
+		name            string
+		opts            envtest.Options
+		claimF, volumeF []string
+	}{
+		{"default", envtest.Options{}, []string{"example.com/keep", "kubernetes.io/pvc-protection"}, []string{"kubernetes.io/pv-protection"}},
+		{"disabled", envtest.Options{DisableAdmissionPlugins: []string{"StorageObjectInUseProtection"}}, []string{"example.com/keep"}, nil},
+	} {
+		_, client := newClientWith(t, "so", tc.opts)
+		c, err := client.CoreV1().PersistentVolumeClaims("so").Create(ctx, claim, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := client.CoreV1().PersistentVolumes().Create(ctx, volume, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(c.Finalizers, tc.claimF) || !slices.Equal(v.Finalizers, tc.volumeF) {
+			t.Errorf("%s: finalizers of the claim %v and the volume %v, want %v and %v", tc.name, c.Finalizers, v.Finalizers, tc.claimF, tc.volumeF)
+		}
 	}
 }

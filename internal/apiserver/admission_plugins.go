@@ -10,38 +10,39 @@ import (
 // The admission plugins orch has, by upstream's names. Which run is the
 // set AdmissionPlugins gives; the order they run in is upstream's.
 const (
-	pluginNamespaceLifecycle         = "NamespaceLifecycle"
-	pluginLimitRanger                = "LimitRanger"
-	pluginServiceAccount             = "ServiceAccount"
-	pluginNodeRestriction            = "NodeRestriction"
-	pluginAlwaysPullImages           = "AlwaysPullImages"
-	pluginPodSecurity                = "PodSecurity"
-	pluginPriority                   = "Priority"
-	pluginDefaultTolerationSeconds   = "DefaultTolerationSeconds"
-	pluginDefaultStorageClass        = "DefaultStorageClass"
-	pluginRuntimeClass               = "RuntimeClass"
-	pluginDefaultIngressClass        = "DefaultIngressClass"
-	pluginMutatingAdmissionPolicy    = "MutatingAdmissionPolicy"
-	pluginMutatingAdmissionWebhook   = "MutatingAdmissionWebhook"
-	pluginValidatingAdmissionPolicy  = "ValidatingAdmissionPolicy"
-	pluginValidatingAdmissionWebhook = "ValidatingAdmissionWebhook"
-	pluginResourceQuota              = "ResourceQuota"
+	pluginNamespaceLifecycle           = "NamespaceLifecycle"
+	pluginLimitRanger                  = "LimitRanger"
+	pluginServiceAccount               = "ServiceAccount"
+	pluginNodeRestriction              = "NodeRestriction"
+	pluginAlwaysPullImages             = "AlwaysPullImages"
+	pluginPodSecurity                  = "PodSecurity"
+	pluginPriority                     = "Priority"
+	pluginDefaultTolerationSeconds     = "DefaultTolerationSeconds"
+	pluginPodTolerationRestriction     = "PodTolerationRestriction"
+	pluginDefaultStorageClass          = "DefaultStorageClass"
+	pluginStorageObjectInUseProtection = "StorageObjectInUseProtection"
+	pluginRuntimeClass                 = "RuntimeClass"
+	pluginDefaultIngressClass          = "DefaultIngressClass"
+	pluginMutatingAdmissionPolicy      = "MutatingAdmissionPolicy"
+	pluginMutatingAdmissionWebhook     = "MutatingAdmissionWebhook"
+	pluginValidatingAdmissionPolicy    = "ValidatingAdmissionPolicy"
+	pluginValidatingAdmissionWebhook   = "ValidatingAdmissionWebhook"
+	pluginResourceQuota                = "ResourceQuota"
 )
 
 // admissionPluginsOff are the plugins orch has that are off unless
 // enabled, as upstream's. NodeRestriction, off in a bare kube-apiserver, is
 // on here as in kubeadm's and k3s's clusters.
-var admissionPluginsOff = []string{pluginAlwaysPullImages}
+var admissionPluginsOff = []string{pluginAlwaysPullImages, pluginPodTolerationRestriction}
 
 // admissionPluginsElsewhere are upstream's other plugin names. Those on by
 // default upstream are done elsewhere in orch (TaintNodesByCondition by the
-// node lifecycle controller, the PVC and PV protection finalizers by their
-// controllers) or belong to APIs orch does not serve; disabling one is
+// node lifecycle controller) or belong to APIs orch does not serve; disabling one is
 // accepted and changes nothing, enabling one is refused.
 var admissionPluginsElsewhere = []string{
 	"AlwaysAdmit", "NamespaceAutoProvision", "NamespaceExists", "LimitPodHardAntiAffinityTopology",
-	"TaintNodesByCondition", "ImagePolicyWebhook", "PodNodeSelector", "PodTolerationRestriction",
-	"EventRateLimit", "ExtendedResourceToleration", "StorageObjectInUseProtection", "PodGroupProtection",
+	"TaintNodesByCondition", "ImagePolicyWebhook", "PodNodeSelector",
+	"EventRateLimit", "ExtendedResourceToleration", "PodGroupProtection",
 	"OwnerReferencesPermissionEnforcement", "PersistentVolumeClaimResize", "CertificateApproval",
 	"CertificateSigning", "ClusterTrustBundleAttest", "CertificateSubjectRestriction",
 	"DenyServiceExternalIPs", "PodTopologyLabels", "NodeDeclaredFeatureValidator", "PodResizeValidator", "AlwaysDeny",
@@ -50,7 +51,7 @@ var admissionPluginsElsewhere = []string{
 var admissionPluginsOrch = []string{
 	pluginNamespaceLifecycle, pluginLimitRanger, pluginServiceAccount, pluginNodeRestriction,
 	pluginAlwaysPullImages, pluginPodSecurity, pluginPriority, pluginDefaultTolerationSeconds,
-	pluginDefaultStorageClass, pluginRuntimeClass, pluginDefaultIngressClass,
+	pluginPodTolerationRestriction, pluginDefaultStorageClass, pluginStorageObjectInUseProtection, pluginRuntimeClass, pluginDefaultIngressClass,
 	pluginMutatingAdmissionPolicy, pluginMutatingAdmissionWebhook, pluginValidatingAdmissionPolicy,
 	pluginValidatingAdmissionWebhook, pluginResourceQuota,
 }

@@ -15,11 +15,11 @@ func TestAdmissionPlugins(t *testing.T) {
 		on, off         []string
 		err             string
 	}{
-		{name: "defaults", on: []string{"NamespaceLifecycle", "NodeRestriction", "PodSecurity", "ResourceQuota", "DefaultStorageClass"}, off: []string{"AlwaysPullImages"}},
+		{name: "defaults", on: []string{"NamespaceLifecycle", "NodeRestriction", "PodSecurity", "ResourceQuota", "DefaultStorageClass", "StorageObjectInUseProtection"}, off: []string{"AlwaysPullImages", "PodTolerationRestriction"}},
 		{name: "enable one that is off", enable: []string{"AlwaysPullImages"}, on: []string{"AlwaysPullImages", "PodSecurity"}},
 		{name: "disable one that is on", disable: []string{"PodSecurity", "ResourceQuota"}, on: []string{"LimitRanger"}, off: []string{"PodSecurity", "ResourceQuota"}},
 		{name: "disable one orch does elsewhere", disable: []string{"TaintNodesByCondition"}, on: []string{"PodSecurity"}},
-		{name: "enable one orch lacks", enable: []string{"PodTolerationRestriction"}, err: `admission plugin "PodTolerationRestriction" is not implemented in orch`},
+		{name: "enable one orch lacks", enable: []string{"EventRateLimit"}, err: `admission plugin "EventRateLimit" is not implemented in orch`},
 		{name: "unknown", disable: []string{"PodSecurityPolicy"}, err: `unknown admission plugin "PodSecurityPolicy" (orch has: AlwaysPullImages, DefaultIngressClass`},
 		{name: "both", enable: []string{"Priority"}, disable: []string{"Priority"}, err: `admission plugin "Priority" is both enabled and disabled`},
 	} {

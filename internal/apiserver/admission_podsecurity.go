@@ -33,8 +33,27 @@ import (
 // empty path, or an AdmissionConfiguration without PodSecurity, gives
 // upstream's defaults: privileged at the latest version, no exemptions.
 func LoadPodSecurityConfig(path string) (*psconfig.PodSecurityConfiguration, error) {
+	data, err := pluginConfiguration(path, pluginPodSecurity)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := psload.LoadFromData(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// pluginConfiguration is the configuration of admission plugin in the file
+// at path: when the file is an AdmissionConfiguration
+// (apiserver.config.k8s.io/v1, what upstream's
+// --admission-control-config-file holds), the plugin's inline
+// configuration or the file its entry names (relative to path's
+// directory), or nil when it has no entry; otherwise the file itself. An
+// empty path is nil.
+func pluginConfiguration(path, plugin string) ([]byte, error) {
 	if path == "" {
-		return psload.LoadFromData(nil)
+		return nil, nil
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -51,25 +70,21 @@ func LoadPodSecurityConfig(path string) (*psconfig.PodSecurityConfiguration, err
 	if err := yaml.Unmarshal(data, &head); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if head.Kind == "AdmissionConfiguration" {
-		data = nil
-		for _, p := range head.Plugins {
-			switch {
-			case p.Name != pluginPodSecurity:
-			case len(p.Configuration) > 0:
-				data = p.Configuration
-			case p.Path != "" && !filepath.IsAbs(p.Path):
-				return LoadPodSecurityConfig(filepath.Join(filepath.Dir(path), p.Path))
-			default:
-				return LoadPodSecurityConfig(p.Path)
-			}
+	if head.Kind != "AdmissionConfiguration" {
+		return data, nil
+	}
+	for _, p := range head.Plugins {
+		switch {
+		case p.Name != plugin:
+		case len(p.Configuration) > 0:
+			return p.Configuration, nil
+		case p.Path != "" && !filepath.IsAbs(p.Path):
+			return os.ReadFile(filepath.Join(filepath.Dir(path), p.Path))
+		case p.Path != "":
+			return os.ReadFile(p.Path)
 		}
 	}
-	cfg, err := psload.LoadFromData(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return cfg, nil
+	return nil, nil
 }
 
 // newPodSecurity builds upstream's PodSecurity admission over the

@@ -8,6 +8,8 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"orch/internal/apiserver/admission/tolerations"
 )
 
 // admitRuntimeClass is upstream's RuntimeClass admission for a new pod: a
@@ -56,42 +58,6 @@ func (s *Server) admitRuntimeClass(ctx context.Context, pod *corev1.Pod) error {
 		}
 		pod.Spec.NodeSelector[k] = v
 	}
-	pod.Spec.Tolerations = mergeTolerations(pod.Spec.Tolerations, rc.Scheduling.Tolerations)
+	pod.Spec.Tolerations = tolerations.Merge(pod.Spec.Tolerations, rc.Scheduling.Tolerations)
 	return nil
-}
-
-// mergeTolerations adds to tolerations those of extra that none of them
-// already covers, as upstream's merge keeps only the wider of two.
-func mergeTolerations(tolerations, extra []corev1.Toleration) []corev1.Toleration {
-	out := tolerations
-	for _, t := range extra {
-		covered := false
-		for i := range out {
-			covered = covered || tolerationCovers(&out[i], &t)
-		}
-		if !covered {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// tolerationCovers is true when a tolerates every taint b does.
-func tolerationCovers(a, b *corev1.Toleration) bool {
-	if apiequality.Semantic.DeepEqual(a, b) {
-		return true
-	}
-	if a.Effect != "" && a.Effect != b.Effect {
-		return false
-	}
-	if a.Effect == corev1.TaintEffectNoExecute && !apiequality.Semantic.DeepEqual(a.TolerationSeconds, b.TolerationSeconds) {
-		return false
-	}
-	switch a.Operator {
-	case corev1.TolerationOpExists:
-		return a.Key == "" || a.Key == b.Key
-	case corev1.TolerationOpEqual, "":
-		return a.Key == b.Key && a.Value == b.Value && (b.Operator == corev1.TolerationOpEqual || b.Operator == "")
-	}
-	return false
 }

@@ -101,7 +101,9 @@ type Config struct {
 	// asked once per resource, when the resource is first served.
 	Encryption func(schema.GroupResource) storage.Transformer
 	// PodSecurityConfigFile holds PodSecurity's cluster defaults and
-	// exemptions (LoadPodSecurityConfig); empty is upstream's defaults.
+	// exemptions (LoadPodSecurityConfig), and may hold an
+	// AdmissionConfiguration with PodTolerationRestriction's configuration
+	// too; empty is upstream's defaults.
 	PodSecurityConfigFile string
 }
 
@@ -131,6 +133,9 @@ type Server struct {
 	// PodSecurity does not.
 	plugins     pluginSet
 	podSecurity *psadmission.Admission
+	// tolerations is PodTolerationRestriction's cluster configuration, nil
+	// when the plugin is off.
+	tolerations *tolerationConfig
 
 	mu      sync.Mutex
 	started bool
@@ -169,6 +174,11 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("pod security admission configuration: %w", err)
 		}
 		if s.podSecurity, err = s.newPodSecurity(psConfig); err != nil {
+			return nil, err
+		}
+	}
+	if s.plugins.on(pluginPodTolerationRestriction) {
+		if s.tolerations, err = loadTolerationConfig(cfg.PodSecurityConfigFile); err != nil {
 			return nil, err
 		}
 	}

@@ -71,7 +71,7 @@ func serverFlags() []cli.Flag {
 		&cli.IntFlag{Name: "audit-log-maxsize", Usage: "MB an audit log reaches before it is rotated (0: 100)"},
 		&cli.StringSliceFlag{Name: "enable-admission-plugins", Usage: "admission plugins to run besides the defaults, by upstream's names (e.g. AlwaysPullImages)"},
 		&cli.StringSliceFlag{Name: "disable-admission-plugins", Usage: "default admission plugins not to run, by upstream's names (e.g. PodSecurity)"},
-		&cli.StringFlag{Name: "pod-security-admission-config-file", Usage: "PodSecurity's cluster defaults and exemptions: a PodSecurityConfiguration, or an AdmissionConfiguration holding one (default: privileged, no exemptions)"},
+		&cli.StringFlag{Name: "pod-security-admission-config-file", Usage: "PodSecurity's cluster defaults and exemptions: a PodSecurityConfiguration, or an AdmissionConfiguration holding one and PodTolerationRestriction's configuration (default: privileged, no exemptions)"},
 		&cli.BoolFlag{Name: "debug", Usage: "log at debug level"},
 	}, nodeFlags()...)
 }

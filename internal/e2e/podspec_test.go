@@ -469,7 +469,25 @@ spec:
 	if data, err := os.ReadFile(filepath.Join(dir, "from-pod")); err != nil || string(data) != "written-by-the-pod\n" {
 		t.Errorf("the file the pod wrote to its claim, in the host path: %q %v", data, err)
 	}
-	s.Kubectl(t, "delete", "pod", "claimer", "--wait=false")
+
+	// The claim is in use while its pod exists, finished or not: deleting
+	// it leaves it Terminating until the pod is gone (upstream's protection
+	// finalizers). An unused claim deleted after it goes at once; the
+	// pvc-protection controller takes claims in order, so by then it has
+	// decided about data too.
+	s.KubectlIn(t, "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: spare}\nspec: {storageClassName: \"\", accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Mi}}}\n",
+		"apply", "-f", "-")
+	s.Kubectl(t, "delete", "pvc", "data", "--wait=false")
+	s.Kubectl(t, "delete", "pvc", "spare", "--timeout=60s")
+	if f := s.Kubectl(t, "get", "pvc", "data", "-o", "jsonpath={.metadata.finalizers}"); !strings.Contains(f, "kubernetes.io/pvc-protection") {
+		t.Errorf("the claim in use after kubectl delete has finalizers %q, want it kept by kubernetes.io/pvc-protection", f)
+	}
+	s.Kubectl(t, "delete", "pod", "claimer", "--grace-period=0", "--force")
+	s.Kubectl(t, "wait", "--for=delete", "pvc/data", "--timeout=60s")
+	// Its volume, Retained, is Released and may then be deleted (the
+	// pv-protection finalizer held it only while it was Bound).
+	s.Kubectl(t, "wait", "--for=jsonpath={.status.phase}=Released", "pv/e2e-hostpath", "--timeout=60s")
+	s.Kubectl(t, "delete", "pv", "e2e-hostpath", "--timeout=60s")
 }
 
 // testConfigMapUpdate: when a ConfigMap changes, the file of a configMap

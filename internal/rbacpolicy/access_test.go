@@ -128,6 +128,9 @@ var controllerNeeds = map[string]struct {
 	"pvbinder": {"default", []rbacv1.PolicyRule{
 		do("", v("update", "delete"), "persistentvolumes"), do("", v("update"), "persistentvolumes/status"),
 		do("", v("get", "update"), "persistentvolumeclaims"), do("", v("update"), "persistentvolumeclaims/status")}},
+	"pvc-protection": {"default", []rbacv1.PolicyRule{
+		do("", v("update"), "persistentvolumeclaims"), do("", v("list"), "pods")}},
+	"pv-protection": {"", []rbacv1.PolicyRule{do("", v("update"), "persistentvolumes")}},
 	"clusterroleaggregation": {"", []rbacv1.PolicyRule{
 		do("rbac.authorization.k8s.io", v("get", "list", "watch", "update", "patch", "escalate"), "clusterroles")}},
 	"nodepassword": {"kube-system", []rbacv1.PolicyRule{

@@ -57,6 +57,8 @@ var ControllerServiceAccounts = map[string]string{
 	"endpoints":                        "endpoint-controller",
 	"disruption":                       "disruption-controller",
 	"pvbinder":                         "persistent-volume-binder",
+	"pvc-protection":                   "pvc-protection-controller",
+	"pv-protection":                    "pv-protection-controller",
 	"clusterroleaggregation":           "clusterrole-aggregation-controller",
 	"nodepassword":                     "orch-node-password-controller",
 	"clusterdns":                       "orch-cluster-dns-controller",

@@ -28,6 +28,8 @@ import (
 	"orch/internal/controller/nodepassword"
 	"orch/internal/controller/podgc"
 	"orch/internal/controller/pvbinder"
+	"orch/internal/controller/pvcprotection"
+	"orch/internal/controller/pvprotection"
 	"orch/internal/controller/replicaset"
 	"orch/internal/controller/resourcequota"
 	"orch/internal/controller/rootcacertpublisher"
@@ -83,6 +85,8 @@ func controllers(p parsed) buildFunc {
 			{"endpoints", simple(func(c controller.Context) run.Runnable { return endpoints.New(c) })},
 			{"disruption", simple(func(c controller.Context) run.Runnable { return disruption.New(c) })},
 			{"pvbinder", simple(func(c controller.Context) run.Runnable { return pvbinder.New(c) })},
+			{pvcprotection.Name, simple(func(c controller.Context) run.Runnable { return pvcprotection.New(c) })},
+			{pvprotection.Name, simple(func(c controller.Context) run.Runnable { return pvprotection.New(c) })},
 			{clusterroleaggregation.Name, simple(func(c controller.Context) run.Runnable { return clusterroleaggregation.New(c) })},
 			{nodepassword.Name, simple(func(c controller.Context) run.Runnable { return nodepassword.New(c) })},
 			{clusterdns.Name, simple(func(c controller.Context) run.Runnable { return clusterdns.New(c) })},

@@ -16,12 +16,17 @@ import (
 
 	"orch/internal/controller/controllertest"
 	"orch/internal/controller/pvbinder"
+	"orch/internal/controller/pvcprotection"
+	"orch/internal/controller/pvprotection"
 	"orch/internal/envtest"
 )
 
 func TestBinding(t *testing.T) {
 	env := controllertest.New(t, "app")
-	env.Start(t, pvbinder.New(env.Context))
+	// The claims and volumes carry protection finalizers (admission puts
+	// them on); their controllers let a released claim and a deleted
+	// volume go.
+	env.Start(t, pvbinder.New(env.Context), pvcprotection.New(env.Context), pvprotection.New(env.Context))
 	client := env.Context.Client
 	ctx := t.Context()
 

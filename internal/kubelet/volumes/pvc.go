@@ -9,10 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"orch/internal/kubelet/podconfig"
+	"orch/internal/volumeprotection"
 )
-
-// pvcProtectionFinalizer keeps a claim in use from going away.
-const pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
 
 // claim resolves a persistentVolumeClaim volume to its bound
 // PersistentVolume's path: hostPath (type checked as for a hostPath
@@ -31,7 +29,7 @@ func (s *setup) claim(name string, src *corev1.PersistentVolumeClaimVolumeSource
 		return podconfig.Volume{}, wrap(fmt.Errorf("failed to fetch PVC from API server: %w", err))
 	}
 	switch {
-	case pvc.DeletionTimestamp != nil && !slices.Contains(pvc.Finalizers, pvcProtectionFinalizer):
+	case pvc.DeletionTimestamp != nil && !slices.Contains(pvc.Finalizers, volumeprotection.ClaimFinalizer):
 		return podconfig.Volume{}, wrap(errors.New("PVC is being deleted"))
 	case pvc.Status.Phase != corev1.ClaimBound:
 		return podconfig.Volume{}, wrap(errors.New("PVC is not bound"))
