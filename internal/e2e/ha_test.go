@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -29,8 +31,9 @@ type haCluster struct {
 	token   string
 }
 
-// startHACluster starts the servers and, withAgent, the agent (ha-agent).
-func startHACluster(t testing.TB, subnet int, withAgent bool) *haCluster {
+// startHACluster starts the servers, each with the flags serverArgs,
+// and, withAgent, the agent (ha-agent).
+func startHACluster(t testing.TB, subnet int, withAgent bool, serverArgs ...string) *haCluster {
 	t.Helper()
 	hostIP := fmt.Sprintf("10.199.%d.1", subnet)
 	bridge := fmt.Sprintf("ohbr%d", os.Getpid()%100000)
@@ -44,7 +47,7 @@ func startHACluster(t testing.TB, subnet int, withAgent bool) *haCluster {
 		ip := fmt.Sprintf("10.199.%d.%d", subnet, 21+i)
 		ns := fmt.Sprintf("orch-ha-%d-%d", os.Getpid(), i)
 		attachNetns(t, ns, fmt.Sprintf("oh%d%d", i, os.Getpid()%100000), bridge, ip, hostIP)
-		extra := []string{"--node-ip", ip, "--node-name", fmt.Sprintf("ha-%d", i)}
+		extra := append([]string{"--node-ip", ip, "--node-name", fmt.Sprintf("ha-%d", i)}, serverArgs...)
 		if i == 0 {
 			extra = append(extra, "--cluster-init")
 		} else {
@@ -164,7 +167,9 @@ func firstWrite(t testing.TB, clients []kubernetes.Interface, since time.Time, n
 }
 
 func TestHAServers(t *testing.T) {
-	c := startHACluster(t, 83, true)
+	// Secrets are encrypted at rest, so that the last subtest can rotate
+	// the keys across servers.
+	c := startHACluster(t, 83, true, "--secrets-encryption")
 	etcd := c.etcdClient(t)
 	waitVoters(t, etcd, 3)
 	admin := c.servers[1].client(t)
@@ -226,6 +231,58 @@ func TestHAServers(t *testing.T) {
 		}
 		waitVoters(t, etcd, 2) // ha-2's member went with its Node
 		firstWrite(t, []kubernetes.Interface{quickClient(t, c.servers[0], 2*time.Second), quickClient(t, c.servers[1], 2*time.Second)}, time.Now(), "after-removal")
+	})
+
+	// The two servers left follow a key rotation started on one of them:
+	// each step waits for both, and after it (the old key dropped) both
+	// read the Secret written before it.
+	t.Run("secretsEncryption", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		const plaintext = "ha-secret-in-plain-text"
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "ha-s"}, StringData: map[string]string{"password": plaintext}}
+		if _, err := c.servers[1].client(t).CoreV1().Secrets("default").Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		encrypt := func(args ...string) string {
+			t.Helper()
+			args = append([]string{"secrets-encrypt"}, append(args, "--data-dir", c.servers[0].Dir,
+				"--etcd-endpoint", fmt.Sprintf("https://%s:%d", c.ips[0], c.servers[0].etcdPorts[0]))...)
+			out, err := exec.CommandContext(ctx, orchBin, args...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("orch %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+			return string(out)
+		}
+		// Servers are listed by node name and a suffix of their own; the
+		// killed ha-2's hash goes with its lease (30 s), and each step
+		// waits for that.
+		uses := regexp.MustCompile(`(?m)^ha-[01]-\S+\s+true$`)
+		eventually(t, time.Minute, func() string {
+			if out := encrypt("status"); !strings.Contains(out, "All hashes match") || len(uses.FindAllString(out, -1)) != 2 {
+				return out
+			}
+			return ""
+		})
+		before := regexp.MustCompile(`aescbckey-\S+`).FindString(encrypt("status"))
+		if out := encrypt("rotate-keys"); strings.Count(out, ": done;") != 3 {
+			t.Fatalf("rotate-keys said:\n%s", out)
+		}
+		status := encrypt("status")
+		after := regexp.MustCompile(`aescbckey-\S+`).FindString(status)
+		if after == "" || after == before || strings.Contains(status, before) {
+			t.Errorf("after rotate-keys from %s:\n%s", before, status)
+		}
+		raw, err := etcd.Get(ctx, "/registry/secrets/default/ha-s")
+		if err != nil || len(raw.Kvs) != 1 || !bytes.HasPrefix(raw.Kvs[0].Value, []byte("k8s:enc:aescbc:v1:"+after+":")) {
+			t.Errorf("the Secret in etcd after the rotation: %v %v, want ciphertext of %s", raw, err, after)
+		}
+		for i := range 2 {
+			got, err := c.servers[i].client(t).CoreV1().Secrets("default").Get(ctx, "ha-s", metav1.GetOptions{})
+			if err != nil || string(got.Data["password"]) != plaintext {
+				t.Errorf("server %d reads the Secret as %v, %v", i, got, err)
+			}
+		}
 	})
 
 	t.Run("settingsMismatchRefused", func(t *testing.T) {
