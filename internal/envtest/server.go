@@ -109,7 +109,7 @@ func StartWith(t testing.TB, opts Options) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); api.Start(ctx) }()
-	authenticated := filters.Authenticate(api, nil, api)
+	authenticated := filters.Authenticate(api, nil, nil, api)
 	admin := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := filters.BearerToken(r.Header.Get("Authorization")); ok {
 			authenticated.ServeHTTP(w, r)

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"orch/internal/apiserver/filters"
@@ -67,6 +68,11 @@ func TestAuditLog(t *testing.T) {
 	rc, err := clientcmd.BuildConfigFromFlags("", s.cfg.WriteKubeconfig)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A refused credential is audited too, with no user.
+	bogus := &rest.Config{Host: rc.Host, TLSClientConfig: rest.TLSClientConfig{CAData: rc.CAData, CAFile: rc.CAFile}, BearerToken: "not-a-token"}
+	if _, err := kubernetes.NewForConfigOrDie(bogus).CoreV1().Secrets("audited").Get(ctx, "s", metav1.GetOptions{}); !apierrors.IsUnauthorized(err) {
+		t.Fatalf("a bogus token read the Secret: %v", err)
 	}
 	rc.Impersonate.UserName = "mallory"
 	if _, err := kubernetes.NewForConfigOrDie(rc).CoreV1().Secrets("audited").Get(ctx, "s", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
@@ -130,6 +136,19 @@ func TestAuditLog(t *testing.T) {
 			ev.ResponseObject == nil || !strings.Contains(string(ev.ResponseObject.Raw), `"resourceVersion"`) {
 			t.Errorf("configmap create at RequestResponse: %+v", ev)
 		}
+	}
+	refused := false
+	for _, ev := range events {
+		if ev.ResponseStatus != nil && ev.ResponseStatus.Code == 401 {
+			refused = ev.User.Username == "" && ev.ObjectRef != nil && ev.ObjectRef.Resource == "secrets" &&
+				ev.ResponseStatus.Message == "Authentication failed, attempted: bearer"
+			if !refused {
+				t.Errorf("the bogus token's event: %+v", ev)
+			}
+		}
+	}
+	if !refused {
+		t.Error("no event of the request with a bogus token (401)")
 	}
 	if ev := find("get", "secrets", "s", auditv1.StageResponseComplete, true); ev != nil {
 		if ev.ResponseStatus == nil || ev.ResponseStatus.Code != 403 || ev.Annotations["authorization.k8s.io/decision"] != "forbid" ||

@@ -178,7 +178,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if (p.Audit.PolicyFile == "") != (p.Audit.Path == "") {
 		log.Warn("the audit log is off: it needs both --audit-policy-file and --audit-log-path")
 	}
-	handler := filters.Recover(log, filters.Timeout(p.RequestTimeout, joins.wrap(filters.Authenticate(api, api, filters.Audit(auditor, filters.MaxInFlight(p.Limits, api))))))
+	handler := filters.Recover(log, filters.Timeout(p.RequestTimeout, joins.wrap(filters.Authenticate(api, api, filters.AuditFailures(auditor), filters.Audit(auditor, filters.MaxInFlight(p.Limits, api))))))
 	httpServer := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 90 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	go func() {
 		ready := waitReady(ctx, url, bundle)

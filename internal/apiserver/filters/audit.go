@@ -83,6 +83,21 @@ func Audit(a *Auditor, next http.Handler) http.Handler {
 	return genericfilters.WithAuditInit(h)
 }
 
+// AuditFailures is Authenticate's failed hook that audits each refused
+// credential as upstream does: an event with no user, the response code
+// 401 and the message "Authentication failed, attempted: …". A nil a
+// audits nothing.
+func AuditFailures(a *Auditor) func(http.Handler) http.Handler {
+	if a == nil {
+		return nil
+	}
+	return func(unauthorized http.Handler) http.Handler {
+		h := genericfilters.WithFailedAuthenticationAudit(unauthorized, a.sink, a.policy)
+		h = genericfilters.WithRequestInfo(h, requestInfos)
+		return genericfilters.WithAuditInit(h)
+	}
+}
+
 // withUpstreamUser puts the authenticated user where k8s.io/apiserver's
 // filters look for it.
 func withUpstreamUser(next http.Handler) http.Handler {

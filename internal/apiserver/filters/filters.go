@@ -57,13 +57,18 @@ var publicPaths = map[string]bool{"/healthz": true, "/livez": true, "/readyz": t
 // does not refuse, then bearer tokens that tokens (nil for none) accepts;
 // every user also gets the group system:authenticated. A credential that
 // is refused gets 401 on any path, as upstream; anonymous requests get 401
-// outside the public paths.
-func Authenticate(tokens TokenAuthenticator, certs CertificateChecker, next http.Handler) http.Handler {
+// outside the public paths. failed (nil for none) is told of every 401
+// first and writes it (AuditFailures).
+func Authenticate(tokens TokenAuthenticator, certs CertificateChecker, failed func(http.Handler) http.Handler, next http.Handler) http.Handler {
+	var unauthorized http.Handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeUnauthorized(w) })
+	if failed != nil {
+		unauthorized = failed(unauthorized)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if user, cert, ok := certificateUser(r); ok {
 			if certs != nil {
 				if err := certs.CheckCertificate(r.Context(), cert, user); err != nil {
-					unauthorized(w)
+					unauthorized.ServeHTTP(w, r)
 					return
 				}
 			}
@@ -73,7 +78,7 @@ func Authenticate(tokens TokenAuthenticator, certs CertificateChecker, next http
 		if token, ok := BearerToken(r.Header.Get("Authorization")); ok && tokens != nil {
 			user, err := tokens.AuthenticateToken(r.Context(), token)
 			if err != nil {
-				unauthorized(w)
+				unauthorized.ServeHTTP(w, r)
 				return
 			}
 			if !slices.Contains(user.Groups, AuthenticatedGroup) {
@@ -88,11 +93,11 @@ func Authenticate(tokens TokenAuthenticator, certs CertificateChecker, next http
 			next.ServeHTTP(w, r.WithContext(WithUser(r.Context(), User{Name: "system:anonymous", Groups: []string{"system:unauthenticated"}})))
 			return
 		}
-		unauthorized(w)
+		unauthorized.ServeHTTP(w, r)
 	})
 }
 
-func unauthorized(w http.ResponseWriter) {
+func writeUnauthorized(w http.ResponseWriter) {
 	WriteStatus(w, metav1.Status{Status: metav1.StatusFailure, Code: http.StatusUnauthorized, Reason: metav1.StatusReasonUnauthorized, Message: "Unauthorized"})
 }
 

@@ -72,7 +72,7 @@ func FuzzBearerToken(f *testing.F) {
 		seen, _ = filters.UserFrom(r.Context())
 		w.WriteHeader(http.StatusOK)
 	})
-	handler := filters.Recover(slog.New(slog.NewTextHandler(io.Discard, nil)), filters.Authenticate(tokenUsers{authn}, nil, ok))
+	handler := filters.Recover(slog.New(slog.NewTextHandler(io.Discard, nil)), filters.Authenticate(tokenUsers{authn}, nil, nil, ok))
 
 	for _, seed := range []string{
 		"Bearer " + valid, "bearer " + valid + " trailing", "Bearer " + valid[:len(valid)-3], "Bearer " + valid + "x",
@@ -109,7 +109,7 @@ func TestAuthenticateUsers(t *testing.T) {
 		Audiences: []string{issuer}, Getter: oneAccount{}, Now: func() time.Time { return now }}
 	var seen filters.User
 	var header string
-	handler := filters.Authenticate(tokenUsers{authn}, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	handler := filters.Authenticate(tokenUsers{authn}, nil, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen, _ = filters.UserFrom(r.Context())
 		header = r.Header.Get("Authorization")
 	}))
