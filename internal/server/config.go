@@ -80,6 +80,9 @@ type Config struct {
 	SecretsEncryption         bool
 	SecretsEncryptionProvider string
 	EncryptionProviderConfig  string
+	// EncryptionProviderConfigAutomaticReload reads that file again when
+	// it changes (--encryption-provider-config-automatic-reload).
+	EncryptionProviderConfigAutomaticReload bool
 	// EnableAdmissionPlugins and DisableAdmissionPlugins change which
 	// admission plugins run; PodSecurityConfigFile holds PodSecurity's
 	// defaults and exemptions (see apiserver.AdmissionPlugins and

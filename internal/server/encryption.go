@@ -3,9 +3,11 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -28,19 +30,29 @@ func (c Config) encryptionConfigPath() string {
 // setUpEncryption gives the encryption at rest this server uses, nil when
 // it encrypts nothing, and what follows the cluster's configuration (nil
 // when there is nothing to follow):
-//   - --encryption-provider-config: the user's file, as kube-apiserver's;
+//   - --encryption-provider-config: the user's file, as kube-apiserver's,
+//     read again when it changes with
+//     --encryption-provider-config-automatic-reload;
 //   - otherwise the cluster's managed configuration in etcd, made by the
 //     first server started with --secrets-encryption and followed by every
 //     server from then on (orch secrets-encrypt changes it).
 func (p parsed) setUpEncryption(ctx context.Context, client *clientv3.Client, caKeyPEM []byte, log *slog.Logger) (*secretsencrypt.Live, run.Runnable, error) {
 	live := &secretsencrypt.Live{}
 	if file := p.EncryptionProviderConfig; file != "" {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--encryption-provider-config: %w", err)
+		}
 		t, err := secretsencrypt.Load(ctx, file)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--encryption-provider-config: %w", err)
 		}
 		live.Set(t)
-		return live, nil, nil
+		if !p.EncryptionProviderConfigAutomaticReload {
+			return live, nil, nil
+		}
+		return live, &encryptionFileReloader{path: file, live: live, sum: sha256.Sum256(data), every: encryptionReloadEvery,
+			log: log.With("component", "secrets-encryption")}, nil
 	}
 	state, _, err := readEncryptionState(ctx, client, caKeyPEM)
 	if err != nil {
@@ -71,6 +83,49 @@ func (p parsed) setUpEncryption(ctx context.Context, client *clientv3.Client, ca
 	f := &encryptionFollower{client: client, caKeyPEM: caKeyPEM, path: p.encryptionConfigPath(), live: live, server: name, hash: state.Hash(),
 		log: log.With("component", "secrets-encryption")}
 	return live, f, nil
+}
+
+// encryptionReloadEvery is how often a changed --encryption-provider-config
+// is looked for (upstream: within a minute).
+const encryptionReloadEvery = 5 * time.Second
+
+// encryptionFileReloader is --encryption-provider-config-automatic-reload:
+// a changed file replaces the configuration in use; one that does not load
+// is logged and the one in use kept, as upstream.
+type encryptionFileReloader struct {
+	path  string
+	live  *secretsencrypt.Live
+	sum   [sha256.Size]byte
+	every time.Duration
+	log   *slog.Logger
+}
+
+func (r *encryptionFileReloader) Start(ctx context.Context) error {
+	tick := time.NewTicker(r.every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			r.reload(ctx)
+		}
+	}
+}
+
+func (r *encryptionFileReloader) reload(ctx context.Context) {
+	data, err := os.ReadFile(r.path)
+	if err != nil || sha256.Sum256(data) == r.sum {
+		return // a file being replaced is looked at again next time
+	}
+	r.sum = sha256.Sum256(data)
+	t, err := secretsencrypt.Load(ctx, r.path)
+	if err != nil {
+		r.log.Error("the changed --encryption-provider-config does not load; the configuration in use stays", "file", r.path, "err", err)
+		return
+	}
+	r.live.Set(t)
+	r.log.Info("reloaded --encryption-provider-config", "file", r.path)
 }
 
 // transformerFor adapts live to the apiserver's Config.Encryption.
