@@ -17,6 +17,7 @@ import (
 
 	"orch/internal/controller/controllertest"
 	"orch/internal/controller/garbagecollector"
+	"orch/internal/controller/pvcprotection"
 	"orch/internal/envtest"
 )
 
@@ -40,7 +41,9 @@ func startClusterWithClock(t *testing.T, withGC bool, clk clock.WithTicker) *clu
 	t.Helper()
 	env := controllertest.New(t, ns)
 	env.Context.Clock = clk
-	components := []interface{ Start(context.Context) error }{New(env.Context)}
+	// The claims carry the protection finalizer (admission); its
+	// controller lets a claim go once its pod has.
+	components := []interface{ Start(context.Context) error }{New(env.Context), pvcprotection.New(env.Context)}
 	if withGC {
 		components = append(components, garbagecollector.New(env.Context))
 	}
