@@ -29,7 +29,7 @@ const (
 
 // checkCgroups reports the cgroup version (as the agent decides it:
 // /sys/fs/cgroup is cgroup2 or not) and each controller.
-func checkCgroups(h Host) []Result {
+func checkCgroups(h Host, d distro) []Result {
 	if b, err := h.ReadFile(cgroupControllers2); err == nil {
 		have := map[string]bool{}
 		for _, c := range strings.Fields(string(b)) {
@@ -42,6 +42,10 @@ func checkCgroups(h Host) []Result {
 				r.Status, r.Found = absent(c.required), "not in "+cgroupControllers2
 				r.Fix = fmt.Sprintf("enable the %s controller: use a kernel with %s=y and remove cgroup_disable=%s from the kernel command line "+
 					"(some boards, e.g. Raspberry Pi, also need cgroup_enable=%s)", c.name, c.kconfig, c.name, c.name)
+				if d.raspberryPi && c.name == "memory" {
+					r.Fix = "Raspberry Pi OS turns the memory controller off: add cgroup_memory=1 cgroup_enable=memory to the one line of " +
+						"/boot/firmware/cmdline.txt (/boot/cmdline.txt before bookworm) and reboot"
+				}
 			}
 			rs = append(rs, r)
 		}

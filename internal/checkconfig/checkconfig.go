@@ -1,8 +1,9 @@
 // Package checkconfig checks that a host has the kernel and userland
 // features orch needs (cgroups and their controllers, namespaces, overlayfs,
 // netfilter, br_netfilter, IP forwarding, iptables, containerd, runc and the
-// CNI plugins) and says how to fix each one it lacks. It backs
-// `orch check-config`.
+// CNI plugins) and says how to fix each one it lacks, with the commands of
+// the host's distribution (Debian and Ubuntu, Fedora, RHEL and its
+// rebuilds, Alpine, Raspberry Pi OS). It backs `orch check-config`.
 //
 // Every check reads the host through Host, so tests run them against fake
 // hosts; OS is the real machine:
@@ -55,12 +56,13 @@ func Run(h Host, opts Options) []Result {
 		opts.CNIBinDir = DefaultCNIBinDir
 	}
 	k := readKernel(h, opts.KernelConfig)
+	d := detectDistro(h)
 	var rs []Result
-	rs = append(rs, checkCgroups(h)...)
+	rs = append(rs, checkCgroups(h, d)...)
 	rs = append(rs, checkKernelConfig(h, k)...)
-	rs = append(rs, checkOverlay(h, k), checkBrNetfilter(h, k), checkIPForward(h), checkSwap(h))
-	rs = append(rs, checkIPTables(h)...)
-	rs = append(rs, checkContainerd(h), checkRunc(h), checkCNI(h, opts.CNIBinDir))
+	rs = append(rs, checkOverlay(h, k), checkBrNetfilter(h, k, d), checkIPForward(h), checkSwap(h))
+	rs = append(rs, checkIPTables(h, d)...)
+	rs = append(rs, checkContainerd(h, d), checkRunc(h, d), checkCNI(h, opts.CNIBinDir, d))
 	return rs
 }
 

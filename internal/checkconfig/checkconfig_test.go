@@ -278,6 +278,60 @@ func TestRun(t *testing.T) {
 			want: map[string]want{"CNI plugins": {Missing, "(they are in /opt/cni/bin)", "ln -s /opt/cni/bin/* /usr/lib/cni/"}},
 		},
 		{
+			name: "Fedora: dnf's package names, and its CNI plugins linked from /usr/libexec/cni",
+			change: func(f *fakeHost) {
+				f.files["/etc/os-release"] = "NAME=\"Fedora Linux\"\nID=fedora\n"
+				delete(f.cmds, "iptables")
+				delete(f.cmds, "runc")
+				for _, p := range cniPlugins {
+					delete(f.files, "/usr/lib/cni/"+p)
+				}
+			},
+			want: map[string]want{
+				"iptables": {Missing, "not found on PATH", "dnf install iptables-nft"},
+				"runc":     {Missing, "not found on PATH", "dnf install runc"},
+				"CNI plugins": {Missing, "not in /usr/lib/cni", "dnf install containernetworking-plugins (it installs them in /usr/libexec/cni), " +
+					"then link them where orch's containerd looks (mkdir -p /usr/lib/cni && ln -s /usr/libexec/cni/* /usr/lib/cni/)"},
+			},
+		},
+		{
+			name: "Rocky Linux: containerd from Docker's repository; plugins already in /usr/libexec/cni",
+			change: func(f *fakeHost) {
+				f.files["/etc/os-release"] = "ID=\"rocky\"\nID_LIKE=\"rhel centos fedora\"\n"
+				delete(f.cmds, "containerd")
+				for _, p := range cniPlugins {
+					delete(f.files, "/usr/lib/cni/"+p)
+					f.files["/usr/libexec/cni/"+p] = ""
+				}
+			},
+			want: map[string]want{
+				"containerd":  {Missing, "not found on PATH", "dnf install containerd.io (from Docker's repository"},
+				"CNI plugins": {Missing, "(they are in /usr/libexec/cni)", "ln -s /usr/libexec/cni/* /usr/lib/cni/"},
+			},
+		},
+		{
+			name: "Alpine: apk",
+			change: func(f *fakeHost) {
+				f.files["/etc/os-release"] = "ID=alpine\n"
+				f.fail["/usr/sbin/runc --version"] = true
+				delete(f.files, "/usr/lib/cni/portmap")
+			},
+			want: map[string]want{
+				"runc":        {Warning, "`runc --version` failed", "apk fix runc"},
+				"CNI plugins": {Missing, "portmap", "apk add cni-plugins"},
+			},
+		},
+		{
+			name: "Raspberry Pi OS (64-bit says Debian): the memory cgroup is off at boot",
+			change: func(f *fakeHost) {
+				f.files["/etc/os-release"] = "ID=debian\n"
+				f.files["/proc/device-tree/model"] = "Raspberry Pi 4 Model B Rev 1.4\x00"
+				f.files["/sys/fs/cgroup/cgroup.controllers"] = "cpuset cpu io pids\n"
+			},
+			want: map[string]want{"cgroup controller memory": {Missing, "not in /sys/fs/cgroup/cgroup.controllers",
+				"add cgroup_memory=1 cgroup_enable=memory to the one line of /boot/firmware/cmdline.txt"}},
+		},
+		{
 			name: "CNI plugins in a dir of one's choosing",
 			change: func(f *fakeHost) {
 				for _, p := range cniPlugins {

@@ -32,7 +32,7 @@ func checkOverlay(h Host, k kernel) Result {
 // node's bridge bypasses iptables, so Services between them fail. orch
 // runs modprobe br_netfilter at start (internal/network), so a module
 // that is there but not loaded is only a warning.
-func checkBrNetfilter(h Host, k kernel) Result {
+func checkBrNetfilter(h Host, k kernel, d distro) Result {
 	r := Result{Name: "br_netfilter"}
 	const fix = "modprobe br_netfilter; echo br_netfilter >> /etc/modules-load.d/orch.conf (so it loads at boot)"
 	if v, err := readTrimmed(h, bridgeNFCallIPTables); err == nil {
@@ -49,7 +49,7 @@ func checkBrNetfilter(h Host, k kernel) Result {
 		r.Status, r.Found, r.Fix = Warning, "not loaded; orch runs modprobe br_netfilter at start", fix
 	case noModprobe != nil:
 		r.Status, r.Found = Missing, "not loaded (no "+bridgeNFCallIPTables+") and no modprobe on PATH to load it"
-		r.Fix = "apt-get install kmod; " + fix
+		r.Fix = d.installCmd(pkgKmod) + "; " + fix
 	default:
 		r.Status, r.Found = Missing, "not loaded (no "+bridgeNFCallIPTables+") and no br_netfilter module for kernel "+k.release
 		r.Fix = fix + "; the kernel needs CONFIG_BRIDGE_NETFILTER=y or =m"

@@ -8,8 +8,8 @@ import (
 
 // checkIPTables: orch's Service proxy and pod masquerading program
 // iptables (iptables-restore and iptables-save); either backend works.
-func checkIPTables(h Host) []Result {
-	const install = "apt-get install iptables (orch's Service proxy and pod masquerading program iptables)"
+func checkIPTables(h Host, d distro) []Result {
+	install := d.installCmd(pkgIPTables) + " (orch's Service proxy and pod masquerading program iptables)"
 	ipt := Result{Name: "iptables"}
 	path, err := h.LookPath("iptables")
 	if err != nil {
@@ -20,7 +20,7 @@ func checkIPTables(h Host) []Result {
 	out, err := h.Output(path, "--version")
 	if err != nil {
 		ipt.Status, ipt.Found = Warning, fmt.Sprintf("%s, but `iptables --version` failed: %v: %s", path, err, strings.TrimSpace(out))
-		ipt.Fix = "make iptables run (try iptables --version), or reinstall it: apt-get install --reinstall iptables"
+		ipt.Fix = "make iptables run (try iptables --version), or reinstall it: " + d.reinstallCmd(pkgIPTables)
 	} else {
 		// "iptables v1.8.9 (nf_tables)"; before 1.8 there was no backend and it was legacy.
 		version := versionField(out, 1)
@@ -95,23 +95,23 @@ func checkOnPath(h Host, name, fix string, commands ...string) Result {
 
 // checkContainerd: the agent starts containerd (with its runc shim)
 // unless --container-runtime-endpoint names a running CRI runtime.
-func checkContainerd(h Host) Result {
-	const fix = "apt-get install containerd runc, or run agents with --container-runtime-endpoint set to the socket of a CRI runtime you run yourself"
-	r := checkBinary(h, "containerd", fix, "apt-get install --reinstall containerd", func(out string) string {
+func checkContainerd(h Host, d distro) Result {
+	fix := d.installCmd(pkgContainerd, pkgRunc) + ", or run agents with --container-runtime-endpoint set to the socket of a CRI runtime you run yourself"
+	r := checkBinary(h, "containerd", fix, d.reinstallCmd(pkgContainerd), func(out string) string {
 		return versionField(out, 2) // "containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3"
 	})
 	if r.Status == OK {
 		if _, err := h.LookPath("containerd-shim-runc-v2"); err != nil {
 			r.Status, r.Found = Missing, r.Found+", but no containerd-shim-runc-v2 on PATH"
-			r.Fix = "install containerd's runc shim, containerd-shim-runc-v2 (apt-get install --reinstall containerd)"
+			r.Fix = "install containerd's runc shim, containerd-shim-runc-v2 (" + d.reinstallCmd(pkgContainerd) + ")"
 		}
 	}
 	return r
 }
 
 // checkRunc: containerd runs every container with runc.
-func checkRunc(h Host) Result {
-	return checkBinary(h, "runc", "apt-get install runc", "apt-get install --reinstall runc", func(out string) string {
+func checkRunc(h Host, d distro) Result {
+	return checkBinary(h, "runc", d.installCmd(pkgRunc), d.reinstallCmd(pkgRunc), func(out string) string {
 		return versionField(out, 2) // "runc version 1.1.5+ds1\ncommit: ..."
 	})
 }
@@ -150,17 +150,22 @@ var cniPlugins = []string{"bridge", "host-local", "loopback", "portmap"}
 // otherCNIDir is where upstream's CNI release tarballs put the plugins.
 const otherCNIDir = "/opt/cni/bin"
 
-// checkCNI: the plugins must be in dir, where orch's containerd looks.
-func checkCNI(h Host, dir string) Result {
+// checkCNI: the plugins must be in dir, where orch's containerd looks;
+// when they are all in one other place (upstream's tarballs', or the
+// distribution package's), the fix links them.
+func checkCNI(h Host, dir string, d distro) Result {
 	r := Result{Name: "CNI plugins"}
-	var missing, elsewhere []string
+	var missing []string
+	elsewhere := map[string][]string{}
 	for _, p := range cniPlugins {
 		if h.Exists(filepath.Join(dir, p)) {
 			continue
 		}
 		missing = append(missing, p)
-		if dir != otherCNIDir && h.Exists(filepath.Join(otherCNIDir, p)) {
-			elsewhere = append(elsewhere, p)
+		for _, other := range []string{otherCNIDir, d.cniDir} {
+			if other != dir && h.Exists(filepath.Join(other, p)) {
+				elsewhere[other] = append(elsewhere[other], p)
+			}
 		}
 	}
 	if len(missing) == 0 {
@@ -168,11 +173,16 @@ func checkCNI(h Host, dir string) Result {
 		return r
 	}
 	r.Status, r.Found = Missing, "not in "+dir+": "+strings.Join(missing, ", ")
-	r.Fix = "apt-get install containernetworking-plugins (it installs them in /usr/lib/cni)"
-	if len(elsewhere) == len(missing) {
-		r.Found += " (they are in " + otherCNIDir + ")"
-		r.Fix = fmt.Sprintf("orch's containerd looks in %s: link them there (mkdir -p %s && ln -s %s/* %s/), or %s",
-			dir, dir, otherCNIDir, dir, r.Fix)
+	r.Fix = d.installCmd(pkgCNI) + " (it installs them in " + d.cniDir + ")"
+	if d.cniDir != dir {
+		r.Fix += fmt.Sprintf(", then link them where orch's containerd looks (mkdir -p %s && ln -s %s/* %s/)", dir, d.cniDir, dir)
+	}
+	for _, other := range []string{otherCNIDir, d.cniDir} {
+		if other != dir && len(elsewhere[other]) == len(missing) {
+			r.Found += " (they are in " + other + ")"
+			r.Fix = fmt.Sprintf("orch's containerd looks in %s: link them there (mkdir -p %s && ln -s %s/* %s/)", dir, dir, other, dir)
+			break
+		}
 	}
 	return r
 }

@@ -1,0 +1,109 @@
+package checkconfig
+
+import (
+	"bufio"
+	"bytes"
+	"slices"
+	"strings"
+)
+
+// distro is what a fix needs to know of the host's Linux distribution: the
+// command that installs packages and the names of the packages orch's
+// fixes ask for.
+type distro struct {
+	name    string            // e.g. "Debian", "Fedora", "Raspberry Pi OS"
+	install string            // e.g. "apt-get install"
+	pkgs    map[string]string // orch's name of a package → the distribution's
+	cniDir  string            // where its CNI plugin package puts them
+	// raspberryPi hosts need the memory cgroup turned on at boot.
+	raspberryPi bool
+}
+
+// The packages fixes name, by orch's names.
+const (
+	pkgIPTables   = "iptables"
+	pkgKmod       = "kmod"
+	pkgContainerd = "containerd"
+	pkgRunc       = "runc"
+	pkgCNI        = "cni"
+)
+
+var (
+	debianFamily = distro{name: "Debian", install: "apt-get install", cniDir: "/usr/lib/cni", pkgs: map[string]string{
+		pkgIPTables: "iptables", pkgKmod: "kmod", pkgContainerd: "containerd", pkgRunc: "runc", pkgCNI: "containernetworking-plugins"}}
+	fedoraFamily = distro{name: "Fedora", install: "dnf install", cniDir: "/usr/libexec/cni", pkgs: map[string]string{
+		pkgIPTables: "iptables-nft", pkgKmod: "kmod", pkgContainerd: "containerd", pkgRunc: "runc", pkgCNI: "containernetworking-plugins"}}
+	// RHEL and its rebuilds ship no containerd: Docker's repository has
+	// it as containerd.io.
+	rhelFamily = distro{name: "RHEL", install: "dnf install", cniDir: "/usr/libexec/cni", pkgs: map[string]string{
+		pkgIPTables: "iptables-nft", pkgKmod: "kmod", pkgRunc: "runc", pkgCNI: "containernetworking-plugins",
+		pkgContainerd: "containerd.io (from Docker's repository: dnf config-manager --add-repo https://download.docker.com/linux/rhel/docker-ce.repo)"}}
+	alpineFamily = distro{name: "Alpine", install: "apk add", cniDir: "/usr/libexec/cni", pkgs: map[string]string{
+		pkgIPTables: "iptables", pkgKmod: "kmod", pkgContainerd: "containerd", pkgRunc: "runc", pkgCNI: "cni-plugins"}}
+)
+
+// detectDistro reads /etc/os-release (ID and ID_LIKE) and, for Raspberry
+// Pi OS (whose 64-bit edition says it is Debian), the device tree's model.
+// An unknown distribution gets Debian's commands, which most of orch's
+// users run, with the distribution named so the user can translate.
+func detectDistro(h Host) distro {
+	release, _ := h.ReadFile("/etc/os-release")
+	fields := parseOSRelease(release)
+	ids := append([]string{fields["ID"]}, strings.Fields(fields["ID_LIKE"])...)
+	has := func(names ...string) bool {
+		return slices.ContainsFunc(ids, func(id string) bool { return slices.Contains(names, id) })
+	}
+	var d distro
+	switch {
+	case has("alpine"):
+		d = alpineFamily
+	case fields["ID"] == "fedora":
+		d = fedoraFamily
+	case has("rhel", "centos", "rocky", "almalinux", "ol", "fedora"):
+		d = rhelFamily
+	default:
+		d = debianFamily
+		if !has("debian", "ubuntu", "raspbian") {
+			d.name = "an unknown distribution (Debian's commands: use your own package manager's)"
+		}
+	}
+	model, _ := h.ReadFile("/proc/device-tree/model")
+	if fields["ID"] == "raspbian" || bytes.Contains(model, []byte("Raspberry Pi")) {
+		d.name, d.raspberryPi = "Raspberry Pi OS", true
+	}
+	return d
+}
+
+// installCmd is the command that installs orch's packages names.
+func (d distro) installCmd(names ...string) string {
+	var pkgs []string
+	for _, n := range names {
+		pkgs = append(pkgs, d.pkgs[n])
+	}
+	return d.install + " " + strings.Join(pkgs, " ")
+}
+
+// reinstallCmd is the command that installs orch's package name again.
+func (d distro) reinstallCmd(name string) string {
+	switch d.install {
+	case "apt-get install":
+		return "apt-get install --reinstall " + d.pkgs[name]
+	case "dnf install":
+		return "dnf reinstall " + d.pkgs[name]
+	}
+	return "apk fix " + d.pkgs[name]
+}
+
+// parseOSRelease parses os-release's KEY=value lines (values may be quoted).
+func parseOSRelease(data []byte) map[string]string {
+	out := map[string]string{}
+	lines := bufio.NewScanner(bytes.NewReader(data))
+	for lines.Scan() {
+		key, value, ok := strings.Cut(strings.TrimSpace(lines.Text()), "=")
+		if !ok || strings.HasPrefix(key, "#") {
+			continue
+		}
+		out[key] = strings.Trim(value, `"'`)
+	}
+	return out
+}
