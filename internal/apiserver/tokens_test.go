@@ -307,7 +307,7 @@ func TestIssuerDiscovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	front := httptest.NewServer(filters.Authenticate(srv.API, nil, srv.API))
+	front := httptest.NewServer(filters.Authenticate(srv.API, nil, nil, srv.API))
 	t.Cleanup(front.Close)
 	get := func(path, token string) (*http.Response, []byte) {
 		req, _ := http.NewRequest(http.MethodGet, front.URL+path, nil)
