@@ -54,6 +54,32 @@ func identity() string {
 	return "admin (group system:masters, which skips authorization)"
 }
 
+// mastersUserConfig is a client configuration for user name in group
+// system:masters (whom no authorizer is asked about, as the admin), with a
+// client certificate signed by the CA in t.caDir.
+func mastersUserConfig(t *target, name string) (*rest.Config, error) {
+	return certUserConfig(t, name, "system:masters")
+}
+
+// certUserConfig is a client configuration for user name in group, with a
+// client certificate signed by the CA in t.caDir.
+func certUserConfig(t *target, name, group string) (*rest.Config, error) {
+	ca, caKey, err := loadCA(t.caDir)
+	if err != nil {
+		return nil, err
+	}
+	certPEM, keyPEM, err := issueCert(ca, caKey, 4, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: name, Organization: []string{group}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	if err != nil {
+		return nil, err
+	}
+	config := rest.AnonymousClientConfig(t.config)
+	config.CertData, config.KeyData = certPEM, keyPEM
+	return config, nil
+}
+
 // rbacUserConfig binds benchGroup to benchRoles and widgetsRole with the
 // admin client, signs a client certificate for benchUser in benchGroup with
 // the CA in t.caDir, and returns a client configuration for it once
@@ -83,19 +109,10 @@ func rbacUserConfig(t *target) (*rest.Config, error) {
 			return nil, fmt.Errorf("create ClusterRoleBinding %s: %w", crb.Name, err)
 		}
 	}
-	ca, caKey, err := loadCA(t.caDir)
+	config, err := certUserConfig(t, benchUser, benchGroup)
 	if err != nil {
 		return nil, err
 	}
-	certPEM, keyPEM, err := issueCert(ca, caKey, 4, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: benchUser, Organization: []string{benchGroup}},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	})
-	if err != nil {
-		return nil, err
-	}
-	config := rest.AnonymousClientConfig(t.config)
-	config.CertData, config.KeyData = certPEM, keyPEM
 	user, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return nil, err

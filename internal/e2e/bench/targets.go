@@ -40,14 +40,17 @@ type kind struct {
 
 // orchKind runs bin as `orch server` with its data, kubeconfig and an empty
 // config file (so /etc/orch/config.yaml never leaks in) under dir.
-func orchKind(bin string) kind {
+func orchKind(bin string) kind { return orchKindWith(bin, "") }
+
+// orchKindWith is orchKind with config (YAML) in the config file.
+func orchKindWith(bin, config string) kind {
 	start := func(dir string) (*target, time.Duration, error) {
 		ports, err := dirPorts(dir)
 		if err != nil {
 			return nil, 0, err
 		}
 		cfgFile, kubeconfig := filepath.Join(dir, "config.yaml"), filepath.Join(dir, "kubeconfig.yaml")
-		if err := os.WriteFile(cfgFile, nil, 0o600); err != nil {
+		if err := os.WriteFile(cfgFile, []byte(config), 0o600); err != nil {
 			return nil, 0, err
 		}
 		t0 := time.Now()
