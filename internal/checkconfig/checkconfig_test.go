@@ -322,6 +322,11 @@ func TestRun(t *testing.T) {
 			},
 		},
 		{
+			name:   "an unknown distribution gets Debian's commands, and is told so",
+			change: func(f *fakeHost) { f.files["/etc/os-release"] = "ID=gentoo\n"; delete(f.cmds, "runc") },
+			want:   map[string]want{"runc": {Missing, "not found on PATH", "apt-get install runc (Debian's command: this host runs gentoo, use its package manager)"}},
+		},
+		{
 			name: "Raspberry Pi OS (64-bit says Debian): the memory cgroup is off at boot",
 			change: func(f *fakeHost) {
 				f.files["/etc/os-release"] = "ID=debian\n"

@@ -11,12 +11,14 @@ import (
 // command that installs packages and the names of the packages orch's
 // fixes ask for.
 type distro struct {
-	name    string            // e.g. "Debian", "Fedora", "Raspberry Pi OS"
 	install string            // e.g. "apt-get install"
 	pkgs    map[string]string // orch's name of a package → the distribution's
 	cniDir  string            // where its CNI plugin package puts them
 	// raspberryPi hosts need the memory cgroup turned on at boot.
 	raspberryPi bool
+	// unknown is the os-release ID of a distribution orch does not know,
+	// whose fixes say they use Debian's commands.
+	unknown string
 }
 
 // The packages fixes name, by orch's names.
@@ -29,23 +31,23 @@ const (
 )
 
 var (
-	debianFamily = distro{name: "Debian", install: "apt-get install", cniDir: "/usr/lib/cni", pkgs: map[string]string{
+	debianFamily = distro{install: "apt-get install", cniDir: "/usr/lib/cni", pkgs: map[string]string{
 		pkgIPTables: "iptables", pkgKmod: "kmod", pkgContainerd: "containerd", pkgRunc: "runc", pkgCNI: "containernetworking-plugins"}}
-	fedoraFamily = distro{name: "Fedora", install: "dnf install", cniDir: "/usr/libexec/cni", pkgs: map[string]string{
+	fedoraFamily = distro{install: "dnf install", cniDir: "/usr/libexec/cni", pkgs: map[string]string{
 		pkgIPTables: "iptables-nft", pkgKmod: "kmod", pkgContainerd: "containerd", pkgRunc: "runc", pkgCNI: "containernetworking-plugins"}}
 	// RHEL and its rebuilds ship no containerd: Docker's repository has
 	// it as containerd.io.
-	rhelFamily = distro{name: "RHEL", install: "dnf install", cniDir: "/usr/libexec/cni", pkgs: map[string]string{
+	rhelFamily = distro{install: "dnf install", cniDir: "/usr/libexec/cni", pkgs: map[string]string{
 		pkgIPTables: "iptables-nft", pkgKmod: "kmod", pkgRunc: "runc", pkgCNI: "containernetworking-plugins",
 		pkgContainerd: "containerd.io (from Docker's repository: dnf config-manager --add-repo https://download.docker.com/linux/rhel/docker-ce.repo)"}}
-	alpineFamily = distro{name: "Alpine", install: "apk add", cniDir: "/usr/libexec/cni", pkgs: map[string]string{
+	alpineFamily = distro{install: "apk add", cniDir: "/usr/libexec/cni", pkgs: map[string]string{
 		pkgIPTables: "iptables", pkgKmod: "kmod", pkgContainerd: "containerd", pkgRunc: "runc", pkgCNI: "cni-plugins"}}
 )
 
 // detectDistro reads /etc/os-release (ID and ID_LIKE) and, for Raspberry
 // Pi OS (whose 64-bit edition says it is Debian), the device tree's model.
 // An unknown distribution gets Debian's commands, which most of orch's
-// users run, with the distribution named so the user can translate.
+// users run, each saying so (translate).
 func detectDistro(h Host) distro {
 	release, _ := h.ReadFile("/etc/os-release")
 	fields := parseOSRelease(release)
@@ -64,12 +66,12 @@ func detectDistro(h Host) distro {
 	default:
 		d = debianFamily
 		if !has("debian", "ubuntu", "raspbian") {
-			d.name = "an unknown distribution (Debian's commands: use your own package manager's)"
+			d.unknown = fields["ID"] // "" without an os-release: nothing to tell
 		}
 	}
 	model, _ := h.ReadFile("/proc/device-tree/model")
 	if fields["ID"] == "raspbian" || bytes.Contains(model, []byte("Raspberry Pi")) {
-		d.name, d.raspberryPi = "Raspberry Pi OS", true
+		d.raspberryPi = true
 	}
 	return d
 }
@@ -80,14 +82,23 @@ func (d distro) installCmd(names ...string) string {
 	for _, n := range names {
 		pkgs = append(pkgs, d.pkgs[n])
 	}
-	return d.install + " " + strings.Join(pkgs, " ")
+	return d.install + " " + strings.Join(pkgs, " ") + d.translate()
+}
+
+// translate tells the user of a distribution orch does not know that a
+// command is Debian's.
+func (d distro) translate() string {
+	if d.unknown == "" {
+		return ""
+	}
+	return " (Debian's command: this host runs " + d.unknown + ", use its package manager)"
 }
 
 // reinstallCmd is the command that installs orch's package name again.
 func (d distro) reinstallCmd(name string) string {
 	switch d.install {
 	case "apt-get install":
-		return "apt-get install --reinstall " + d.pkgs[name]
+		return "apt-get install --reinstall " + d.pkgs[name] + d.translate()
 	case "dnf install":
 		return "dnf reinstall " + d.pkgs[name]
 	}

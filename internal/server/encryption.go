@@ -115,10 +115,11 @@ func (r *encryptionFileReloader) Start(ctx context.Context) error {
 
 func (r *encryptionFileReloader) reload(ctx context.Context) {
 	data, err := os.ReadFile(r.path)
-	if err != nil || sha256.Sum256(data) == r.sum {
+	sum := sha256.Sum256(data)
+	if err != nil || sum == r.sum {
 		return // a file being replaced is looked at again next time
 	}
-	r.sum = sha256.Sum256(data)
+	r.sum = sum
 	t, err := secretsencrypt.Load(ctx, r.path)
 	if err != nil {
 		r.log.Error("the changed --encryption-provider-config does not load; the configuration in use stays", "file", r.path, "err", err)
