@@ -15,14 +15,26 @@ LDFLAGS := -s -w \
 BIN := bin/orch
 DATA_DIR ?= /var/lib/orch
 
-.PHONY: build run test check bench fuzz clean deps busybox-image airgap conformance
+.PHONY: build payload run test check bench fuzz clean deps busybox-image airgap release conformance
 
-build:
+# make build: bin/orch for this machine, carrying its node runtime (runc,
+# the containerd shim, the CNI plugins), which scripts/payload builds from
+# the versions go.mod pins (runc needs gcc and libseccomp-dev: make deps).
+build: payload
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
 
+payload:
+	$(GO) run ./scripts/payload
+
+# make release: orch for linux/amd64, arm64 and arm (v7), each with its
+# runtime, and an air-gap tarball for each, in bin/ (scripts/release.sh).
+release:
+	bash scripts/test-deps.sh --release
+	VERSION='$(VERSION)' LDFLAGS='$(LDFLAGS)' bash scripts/release.sh
+
 # make run: build and start a one-node cluster (the server and its agent)
-# with the embedded defaults; the agent needs containerd, runc and the CNI
-# plugins, which deps installs when they are missing.
+# with the embedded defaults; orch carries containerd, runc and the CNI
+# plugins, the host provides iptables (deps installs what is missing).
 run: deps build
 	$(BIN) server --data-dir $(DATA_DIR)
 

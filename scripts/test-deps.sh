@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the tests need, when they are missing.
-# Run as root on Debian 12; `make test` calls it.
+# Installs the Debian packages the build and the tests need, when they are
+# missing. Run as root on Debian 12; `make test` and `make run` call it.
+# With --release it adds what `make release` needs to build runc for arm64
+# and arm: the cross compilers and those architectures' libseccomp-dev.
 set -euo pipefail
 
-# The runtime tests start Debian's containerd with runc; busybox-static is the
-# test image; CNI plugins, iptables and conntrack serve pod networking;
-# util-linux (nsenter) and bsdutils (script) run agents in network
-# namespaces and give `kubectl exec -it` a terminal in the end-to-end tests.
-# qemu-user-static runs the built-in arm64 pause program in its test; curl is
-# what install.sh downloads with in its test.
-packages=(ca-certificates curl iproute2 containerd runc containernetworking-plugins iptables conntrack busybox-static util-linux bsdutils qemu-user-static)
+# orch carries containerd, runc and the CNI plugins (scripts/payload builds
+# them into it): runc needs gcc, pkg-config and libseccomp-dev to build.
+# busybox-static is the test image; iptables and conntrack serve pod
+# networking; util-linux (nsenter) and bsdutils (script) run agents in
+# network namespaces and give `kubectl exec -it` a terminal in the
+# end-to-end tests. qemu-user-static runs the arm64 pause program, runc and
+# orch in their tests; file tells their architecture; curl is what
+# install.sh downloads with in its test.
+packages=(ca-certificates curl iproute2 gcc libc6-dev pkg-config libseccomp-dev iptables conntrack busybox-static
+	util-linux bsdutils qemu-user-static file)
+foreign=()
+if [ "${1:-}" = --release ]; then
+	packages+=(gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf libseccomp-dev:arm64 libseccomp-dev:armhf)
+	foreign=(arm64 armhf)
+fi
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -21,6 +31,9 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "test-deps: missing packages: ${missing[*]}; run as root (or: sudo apt-get install ${missing[*]})" >&2
 	exit 1
 fi
+for a in "${foreign[@]}"; do
+	dpkg --print-foreign-architectures | grep -qx "$a" || dpkg --add-architecture "$a"
+done
 echo "test-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq

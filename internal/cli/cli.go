@@ -20,9 +20,12 @@ import (
 // Main runs orch with args (os.Args) and returns the process exit code.
 func Main(args []string) int {
 	// Linked as kubectl (install.sh does it when no kubectl exists), orch
-	// is `orch kubectl`.
-	if len(args) > 0 && filepath.Base(args[0]) == "kubectl" {
-		args = append([]string{args[0], "kubectl"}, args[1:]...)
+	// is `orch kubectl`; linked as containerd (the agent runs it so) or
+	// ctr, `orch containerd` or `orch ctr`.
+	if len(args) > 0 {
+		if name := filepath.Base(args[0]); name == "kubectl" || name == "containerd" || name == "ctr" {
+			args = append([]string{args[0], name}, args[1:]...)
+		}
 	}
 	app := &cli.App{
 		Name:    "orch",
@@ -32,6 +35,8 @@ func Main(args []string) int {
 			serverCommand(),
 			agentCommand(),
 			kubectlCommand(),
+			containerdCommand(),
+			ctrCommand(),
 			etcdSnapshotCommand(),
 			checkConfigCommand(),
 			certificateCommand(),

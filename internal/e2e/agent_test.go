@@ -30,11 +30,6 @@ func TestAgentRegistersNode(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("this test runs containerd and must run as root (make test does; scripts/test-deps.sh installs what it needs)")
 	}
-	for _, bin := range []string{"containerd", "runc"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("%s is not installed: run scripts/test-deps.sh as root", bin)
-		}
-	}
 	s := StartServer(t)
 	token, err := os.ReadFile(filepath.Join(s.Dir, "server", "token"))
 	if err != nil {
@@ -97,7 +92,8 @@ func TestAgentRegistersNode(t *testing.T) {
 		if err != nil {
 			return "node e2e-agent: " + err.Error()
 		}
-		if v := n.Status.NodeInfo.ContainerRuntimeVersion; !strings.HasPrefix(v, "containerd://") {
+		// The containerd built into orch (2.x), not a host's.
+		if v := n.Status.NodeInfo.ContainerRuntimeVersion; !strings.HasPrefix(v, "containerd://2.") || strings.Contains(v, "unknown") {
 			return "containerRuntimeVersion is " + v
 		}
 		for _, c := range n.Status.Conditions {

@@ -138,12 +138,12 @@ func (s *Server) client(t testing.TB) kubernetes.Interface {
 	return kubernetes.NewForConfigOrDie(rc)
 }
 
-// ctr runs containerd's ctr against the containerd of the agent with
-// dataDir, in the k8s.io namespace.
+// ctr runs containerd's ctr (`orch ctr`) against the containerd of the
+// agent with dataDir, in the k8s.io namespace.
 func ctr(t testing.TB, dataDir string, args ...string) string {
 	t.Helper()
 	sock := filepath.Join(agent.ContainerdState(dataDir), "containerd.sock")
-	out, err := exec.Command("ctr", append([]string{"--address", sock, "--namespace", "k8s.io"}, args...)...).CombinedOutput()
+	out, err := exec.Command(orchBin, append([]string{"ctr", "--address", sock, "--namespace", "k8s.io"}, args...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("ctr %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"orch/internal/kubelet/containerd/payload"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
@@ -156,14 +158,15 @@ func TestDefaultMTU(t *testing.T) {
 	}
 }
 
-// TestPluginsSpeakTheConfListVersion asks the installed plugins (CNI
+// TestPluginsSpeakTheConfListVersion asks the plugins orch carries (CNI
 // VERSION command) whether they support CNIVersion.
 func TestPluginsSpeakTheConfListVersion(t *testing.T) {
-	for _, plugin := range []string{"bridge", "host-local", "portmap", "loopback"} {
-		path := filepath.Join("/usr/lib/cni", plugin)
-		if _, err := os.Stat(path); err != nil {
-			t.Fatalf("%s is missing: run scripts/test-deps.sh as root (it installs containernetworking-plugins)", path)
-		}
+	bin, _, err := payload.Install(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, plugin := range []string{"bridge", "host-local", "portmap", "loopback", "bandwidth", "firewall"} {
+		path := filepath.Join(bin, plugin)
 		cmd := exec.Command(path)
 		cmd.Env = []string{"CNI_COMMAND=VERSION"}
 		cmd.Stdin = strings.NewReader(`{"cniVersion":"` + CNIVersion + `"}`)

@@ -39,7 +39,7 @@ func TestPodNetworkOnABridge(t *testing.T) {
 	bridge := fmt.Sprintf("orcht%d", os.Getpid()%1000000)
 	netName := "orch-test-" + bridge
 	mtu := DefaultMTU()
-	cfg := containerdtest.Config(dir)
+	cfg := containerdtest.Config(t, dir)
 	opts := BridgeOptions{NetworkName: netName, Bridge: bridge, MTU: mtu, IPAMDataDir: filepath.Join(dir, "ipam")}
 	conf, err := BridgeConfList(podCIDR, opts)
 	if err != nil {
@@ -88,8 +88,10 @@ func TestPodNetworkOnABridge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The conditions a node's readiness depends on (others, such as
+	// containerd 2.x's deprecation warning about cgroup v1, may be false).
 	for _, c := range st.Status.Conditions {
-		if !c.Status {
+		if (c.Type == runtimeapi.RuntimeReady || c.Type == runtimeapi.NetworkReady) && !c.Status {
 			t.Fatalf("runtime condition %s is false: %s %s", c.Type, c.Reason, c.Message)
 		}
 	}

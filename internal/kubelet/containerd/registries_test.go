@@ -154,7 +154,7 @@ func TestMirrorPullWithRealContainerd(t *testing.T) {
 	containerdtest.RequireRuntime(t)
 	log := containerdtest.Logger(t)
 	dir := t.TempDir()
-	cfg := containerdtest.Config(dir)
+	cfg := containerdtest.Config(t, dir)
 	var archive bytes.Buffer
 	if err := images.Write(&archive, "registry.invalid/team/box:1", []images.File{{Path: "/hello", Mode: 0o644, Data: []byte("hi")}},
 		images.Config{Arch: runtime.GOARCH, Cmd: []string{"/hello"}}); err != nil {

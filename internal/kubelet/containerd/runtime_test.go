@@ -251,7 +251,7 @@ func sameSet(a, b []string) bool {
 func TestSupervisorStopsALeftoverContainerd(t *testing.T) {
 	containerdtest.RequireRuntime(t)
 	dir := t.TempDir()
-	cfg := containerdtest.Config(dir)
+	cfg := containerdtest.Config(t, dir)
 	for _, d := range []string{filepath.Dir(cfg.ConfigPath), cfg.State} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -260,11 +260,7 @@ func TestSupervisorStopsALeftoverContainerd(t *testing.T) {
 	if err := os.WriteFile(cfg.ConfigPath, cfg.TOML(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	containerdBin, err := exec.LookPath("containerd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	leftover := exec.Command(containerdBin, "--config", cfg.ConfigPath)
+	leftover := exec.Command(cfg.Binary, "containerd", "--config", cfg.ConfigPath)
 	if err := leftover.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"orch/internal/kubelet/containerd/payload"
 	"orch/internal/kubelet/cri"
 )
 
@@ -76,8 +77,8 @@ func (s *Supervisor) Restarts() int {
 }
 
 // Start runs containerd until ctx ends, then stops it and returns nil. It
-// returns an error at once when containerd (or runc) is not installed or
-// its directories cannot be made.
+// returns an error at once when the runtime cannot be installed or its
+// directories cannot be made.
 func (s *Supervisor) Start(ctx context.Context) error {
 	bin, err := s.prepare()
 	if err != nil {
@@ -106,18 +107,41 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	}
 }
 
-// prepare finds the binaries, makes the directories, writes the config and
-// stops a containerd a previous orch left running on the same state.
+// prepare installs the runtime orch carries (runc, the shim, the CNI
+// plugins), makes the directories, writes the config and stops a
+// containerd a previous orch left running on the same state. It returns
+// the executable to run containerd with.
 func (s *Supervisor) prepare() (string, error) {
-	bin, err := exec.LookPath(s.cfg.Binary)
-	if err != nil {
-		return "", fmt.Errorf("containerd: %q is not installed: install Debian's containerd package (apt-get install containerd runc), or pass --container-runtime-endpoint with the socket of a running CRI runtime", s.cfg.Binary)
+	bin := s.cfg.Binary
+	if bin == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("containerd: find orch's own executable: %w", err)
+		}
+		bin = self
 	}
-	if _, err := exec.LookPath("runc"); err != nil {
-		return "", fmt.Errorf("containerd: runc is not installed: install Debian's runc package (apt-get install runc)")
+	bin, err := filepath.Abs(bin)
+	if err != nil {
+		return "", fmt.Errorf("containerd: %w", err)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("containerd: %w (the orch executable that runs containerd)", err)
 	}
 	if n := len(s.cfg.Address); n >= 108 {
 		return "", fmt.Errorf("containerd: socket path %q is %d bytes; unix socket paths must be shorter than 108", s.cfg.Address, n)
+	}
+	binDir, wrote, err := payload.Install(s.cfg.RuntimeDir)
+	if err != nil {
+		return "", fmt.Errorf("containerd: %w", err)
+	}
+	if len(wrote) > 0 {
+		s.log.Info("installed the node runtime orch carries", "dir", binDir, "files", wrote)
+	}
+	// containerd runs through a link named containerd, so that it is
+	// called so in ps and /proc/PID/comm, as on any other node.
+	link := filepath.Join(binDir, "containerd")
+	if err := symlink(bin, link); err != nil {
+		return "", fmt.Errorf("containerd: %w", err)
 	}
 	for _, dir := range []string{filepath.Dir(s.cfg.ConfigPath), s.cfg.Root, s.cfg.State, filepath.Dir(s.cfg.Address), filepath.Dir(s.cfg.LogPath), s.cfg.CNIConfDir, s.cfg.CertsDir} {
 		if err := os.MkdirAll(dir, 0o711); err != nil {
@@ -128,7 +152,20 @@ func (s *Supervisor) prepare() (string, error) {
 		return "", fmt.Errorf("containerd: write its config: %w", err)
 	}
 	s.stopLeftover()
-	return bin, nil
+	return link, nil
+}
+
+// symlink makes link point to target, replacing what is there.
+func symlink(target, link string) error {
+	if got, err := os.Readlink(link); err == nil && got == target {
+		return nil
+	}
+	tmp := link + ".tmp"
+	os.Remove(tmp)
+	if err := os.Symlink(target, tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, link)
 }
 
 // pidFile records the running containerd, so that the next start can stop
@@ -165,6 +202,9 @@ func (s *Supervisor) run(ctx context.Context, bin string) error {
 	defer logFile.Close()
 	cmd := exec.Command(bin, "--config", s.cfg.ConfigPath)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// What containerd and its shims run they find through the config;
+	// PATH is for whatever looks there (the payload first).
+	cmd.Env = append(os.Environ(), "PATH="+s.cfg.BinDir()+":"+os.Getenv("PATH"))
 	// containerd gets SIGTERM if orch dies without stopping it. The signal
 	// is tied to the thread that started the child, so that thread stays
 	// locked to this goroutine until containerd exits.

@@ -1,6 +1,6 @@
 // Package containerdtest holds what the tests that run a real, supervised
-// containerd share: the check that the test can run here (root, the
-// binaries scripts/test-deps.sh installs), starting containerd in a
+// containerd share: the check that the test can run here (root, orch's
+// binary with its runtime payload), starting containerd in a
 // temporary directory and checking afterwards that nothing it started is
 // left, importing the built-in pause and the busybox test image, and a
 // logger writing to the test's log.
@@ -21,42 +21,58 @@ import (
 	"time"
 
 	"orch/internal/kubelet/containerd"
+	"orch/internal/kubelet/containerd/payload"
 	"orch/internal/kubelet/images"
 )
 
-// RequireRuntime fails (never skips) unless the test runs as root with
-// containerd, its runc shim, runc and /bin/busybox installed, and says how
-// to fix it.
+// RequireRuntime fails (never skips) unless the test can run orch's own
+// containerd: it runs as root, $ORCH_BIN is the orch binary (make test
+// sets it; containerd runs as `$ORCH_BIN containerd`), this test binary
+// carries the runtime payload (runc, the shim, the CNI plugins: make build
+// writes it) and /bin/busybox exists for the test image. It says how to
+// fix what is missing.
 func RequireRuntime(t *testing.T) {
 	t.Helper()
-	require(t, "containerd and runc", []string{"containerd", "containerd-shim-runc-v2", "runc"}, []string{"/bin/busybox"})
+	require(t, "containerd and runc")
 }
 
-// RequireCNI is RequireRuntime for tests that also run the CNI plugins:
-// it wants ip, the bridge, host-local, portmap and loopback plugins, and
-// the extra binaries bins as well.
+// RequireCNI is RequireRuntime for tests that also set up pod networks: it
+// wants ip, and the extra binaries bins as well.
 func RequireCNI(t *testing.T, bins ...string) {
 	t.Helper()
-	require(t, "containerd, runc and the CNI plugins",
-		append([]string{"containerd", "containerd-shim-runc-v2", "runc", "ip"}, bins...),
-		[]string{"/bin/busybox", "/usr/lib/cni/bridge", "/usr/lib/cni/host-local", "/usr/lib/cni/portmap", "/usr/lib/cni/loopback"})
+	require(t, "containerd, runc and the CNI plugins", append([]string{"ip"}, bins...)...)
 }
 
-func require(t *testing.T, what string, bins, paths []string) {
+func require(t *testing.T, what string, bins ...string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatalf("this test runs %s and must run as root (make test does; scripts/test-deps.sh installs what it needs)", what)
 	}
+	if _, err := os.Stat(OrchBin(t)); err != nil {
+		t.Fatalf("ORCH_BIN: %v (run `make build`)", err)
+	}
+	if _, err := payload.Manifest(); err != nil {
+		t.Fatalf("%v (then run the test again: it embeds the payload when it is built)", err)
+	}
 	for _, bin := range bins {
 		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("%s is not installed: run scripts/test-deps.sh as root (it installs containerd, runc, containernetworking-plugins, busybox-static)", bin)
+			t.Fatalf("%s is not installed: run scripts/test-deps.sh as root", bin)
 		}
 	}
-	for _, path := range paths {
-		if _, err := os.Stat(path); err != nil {
-			t.Fatalf("%s is missing: run scripts/test-deps.sh as root (it installs busybox-static and containernetworking-plugins)", path)
-		}
+	if _, err := os.Stat("/bin/busybox"); err != nil {
+		t.Fatalf("/bin/busybox is missing: run scripts/test-deps.sh as root (it installs busybox-static)")
 	}
+}
+
+// OrchBin is the orch binary that runs containerd in tests: $ORCH_BIN
+// (make test sets it to bin/orch); the test fails without it.
+func OrchBin(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("ORCH_BIN")
+	if bin == "" {
+		t.Fatalf("ORCH_BIN is not set: containerd runs as `orch containerd`; run `make build` and set ORCH_BIN=$PWD/bin/orch (make test does)")
+	}
+	return bin
 }
 
 // Logger returns a logger that writes to t.Log.
@@ -72,9 +88,11 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // Config is the containerd configuration the tests use: everything under
-// dir, the state in dir/run.
-func Config(dir string) containerd.Config {
-	return containerd.NewConfig(dir).WithState(filepath.Join(dir, "run"))
+// dir, the state in dir/run, containerd run by OrchBin.
+func Config(t *testing.T, dir string) containerd.Config {
+	cfg := containerd.NewConfig(dir).WithState(filepath.Join(dir, "run"))
+	cfg.Binary = OrchBin(t)
+	return cfg
 }
 
 // Options tunes StartContainerd's checks after the test.
@@ -127,7 +145,7 @@ func Start(t *testing.T) (dir string, cfg containerd.Config, log *slog.Logger, s
 	RequireRuntime(t)
 	log = Logger(t)
 	dir = t.TempDir()
-	cfg = Config(dir)
+	cfg = Config(t, dir)
 	return dir, cfg, log, StartContainerd(t, dir, cfg, log, Options{})
 }
 
