@@ -458,7 +458,10 @@ for d in $DATA_DIRS; do
 	conf=$d/agent/etc/containerd/config.toml
 	[ -f "$conf" ] || continue
 	STATES="$STATES $(sed -n 's/^state = "\(.*\)"$/\1/p' "$conf" | head -n 1)"
-	SOCKETS="$SOCKETS $(sed -n '/^\[grpc\]/,/^\[/s/^[[:space:]]*address = "\(.*\)"$/\1/p' "$conf" | head -n 1)"
+	# [plugins."io.containerd.server.v1.grpc"] (config version 4, orch's
+	# containerd 2.x), or [grpc] (version 2, older orch).
+	SOCKETS="$SOCKETS $(sed -n -e '/^\[grpc\]/,/^\[/s/^[[:space:]]*address = "\(.*\)"$/\1/p' \
+		-e '/"io.containerd.server.v1.grpc"\]/,/\[/s/^[[:space:]]*address = "\(.*\)"$/\1/p' "$conf" | head -n 1)"
 done
 STATES=$(for s in $STATES; do echo "$s"; done | not_system_dir)
 
@@ -491,6 +494,8 @@ proc_data_dir() {
 	echo "$d" | sed 's:/*$::'
 }
 is_orch() {
+	# orch's containerd is orch too (its exe), but is_orch_containerd's.
+	[ "$(cat "/proc/$1/comm" 2>/dev/null)" != containerd ] || return 1
 	exe=$(readlink "/proc/$1/exe") || return 1
 	[ "$exe" = "$BIN_DIR/orch" ] || [ "$exe" = "$BIN_DIR/orch (deleted)" ] || return 1
 	in_list "$(proc_data_dir "$1")" "$DATA_DIRS"

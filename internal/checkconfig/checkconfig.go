@@ -1,14 +1,22 @@
 // Package checkconfig checks that a host has the kernel and userland
 // features orch needs (cgroups and their controllers, namespaces, overlayfs,
-// netfilter, br_netfilter, IP forwarding, iptables, containerd, runc and the
-// CNI plugins) and says how to fix each one it lacks, with the commands of
-// the host's distribution (Debian and Ubuntu, Fedora, RHEL and its
-// rebuilds, Alpine, Raspberry Pi OS). It backs `orch check-config`.
+// netfilter, br_netfilter, IP forwarding, iptables) and says how to fix
+// each one it lacks, with the commands of the host's distribution (Debian
+// and Ubuntu, Fedora, RHEL and its rebuilds, Alpine, Raspberry Pi OS). It
+// also reports the node runtime orch carries itself (containerd linked in;
+// runc, containerd-shim-runc-v2 and the CNI plugins embedded), which the
+// host does not provide. It backs `orch check-config`.
 //
 // Every check reads the host through Host, so tests run them against fake
-// hosts; OS is the real machine:
+// hosts; OS is the real machine. The caller describes the binary's runtime
+// (RuntimeInfo), so this package does not link containerd:
 //
-//	results := checkconfig.Run(checkconfig.OS{}, checkconfig.Options{CNIBinDir: "/usr/lib/cni"})
+//	files, err := payload.Manifest()
+//	rt := checkconfig.RuntimeInfo{ContainerdVersion: daemon.Version(), Err: err}
+//	for _, f := range files {
+//		rt.Files = append(rt.Files, f.Name)
+//	}
+//	results := checkconfig.Run(checkconfig.OS{}, checkconfig.Options{Runtime: rt})
 //	checkconfig.Write(os.Stdout, results)
 //	if checkconfig.Failed(results) { ... }
 package checkconfig
@@ -41,20 +49,12 @@ type Options struct {
 	// KernelConfig is a kernel config file to read instead of
 	// /proc/config.gz and /boot/config-RELEASE (it may be gzipped).
 	KernelConfig string
-	// CNIBinDir is where orch's containerd looks for the CNI plugins
-	// (containerd.Config.CNIBinDir; DefaultCNIBinDir when empty).
-	CNIBinDir string
+	// Runtime is the node runtime the orch binary carries.
+	Runtime RuntimeInfo
 }
-
-// DefaultCNIBinDir is where Debian's containernetworking-plugins installs
-// the CNI plugins, and where orch's containerd looks for them.
-const DefaultCNIBinDir = "/usr/lib/cni"
 
 // Run runs every check against h, in the order they are reported.
 func Run(h Host, opts Options) []Result {
-	if opts.CNIBinDir == "" {
-		opts.CNIBinDir = DefaultCNIBinDir
-	}
 	k := readKernel(h, opts.KernelConfig)
 	d := detectDistro(h)
 	var rs []Result
@@ -62,7 +62,7 @@ func Run(h Host, opts Options) []Result {
 	rs = append(rs, checkKernelConfig(h, k)...)
 	rs = append(rs, checkOverlay(h, k), checkBrNetfilter(h, k, d), checkIPForward(h), checkSwap(h))
 	rs = append(rs, checkIPTables(h, d)...)
-	rs = append(rs, checkContainerd(h, d), checkRunc(h, d), checkCNI(h, opts.CNIBinDir, d))
+	rs = append(rs, checkRuntime(opts.Runtime))
 	return rs
 }
 

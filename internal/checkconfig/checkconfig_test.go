@@ -3,9 +3,16 @@ package checkconfig
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
+
+// errNoPayload is what payload.Manifest says of a binary built without
+// the runtime.
+var errNoPayload = errors.New("this orch binary carries no node runtime (runc, the shim, the CNI plugins): build it with `make build`")
 
 // want is what one named result must be; the rest must be OK.
 type want struct {
@@ -243,88 +250,78 @@ func TestRun(t *testing.T) {
 			want: map[string]want{"iptables backends": {Warning, "2 rules in the legacy backend", "iptables-legacy-save shows them"}},
 		},
 		{
-			name:   "no containerd",
-			change: func(f *fakeHost) { delete(f.cmds, "containerd") },
-			want:   map[string]want{"containerd": {Missing, "not found on PATH", "apt-get install containerd runc"}},
+			name: "node runtime carried in the binary",
+			opts: Options{Runtime: carriedRuntime()},
+			want: map[string]want{"node runtime": {OK, "containerd 2.4.2 built in; runc, containerd-shim-runc-v2, bridge, host-local, " +
+				"loopback, portmap, bandwidth, firewall carried in the binary", ""}},
 		},
 		{
-			name:   "containerd without its runc shim",
-			change: func(f *fakeHost) { delete(f.cmds, "containerd-shim-runc-v2") },
-			want:   map[string]want{"containerd": {Missing, "1.6.20~ds1 (/usr/bin/containerd), but no containerd-shim-runc-v2", "containerd-shim-runc-v2"}},
+			name: "node runtime without the optional plugins",
+			opts: Options{Runtime: RuntimeInfo{ContainerdVersion: "2.4.2",
+				Files: []string{"runc", "containerd-shim-runc-v2", "bridge", "host-local", "loopback", "portmap"}}},
+			want: map[string]want{"node runtime": {OK, "runc, containerd-shim-runc-v2, bridge, host-local, loopback, portmap carried", ""}},
 		},
 		{
-			name:   "no runc",
-			change: func(f *fakeHost) { delete(f.cmds, "runc") },
-			want:   map[string]want{"runc": {Missing, "not found on PATH", "apt-get install runc"}},
+			name: "a binary built without the runtime payload",
+			opts: Options{Runtime: RuntimeInfo{ContainerdVersion: "2.4.2", Err: errNoPayload}},
+			want: map[string]want{"node runtime": {Missing, "containerd 2.4.2 built in, but this binary carries no runtime",
+				"use a release build of orch (make build builds the runtime into it), or run agents with " +
+					"--container-runtime-endpoint set to the socket of a CRI runtime you run yourself"}},
 		},
 		{
-			name:   "runc does not run",
-			change: func(f *fakeHost) { f.fail["/usr/sbin/runc --version"] = true },
-			want:   map[string]want{"runc": {Warning, "`runc --version` failed: exit status 1: boom", "apt-get install --reinstall runc"}},
+			name: "a runtime payload without runc",
+			opts: Options{Runtime: RuntimeInfo{ContainerdVersion: "2.4.2",
+				Files: slices.DeleteFunc(carriedRuntime().Files, func(f string) bool { return f == "runc" })}},
+			want: map[string]want{"node runtime": {Missing, "but the runtime this binary carries lacks runc", "use a release build of orch"}},
 		},
 		{
-			name:   "no portmap plugin",
-			change: func(f *fakeHost) { delete(f.files, "/usr/lib/cni/portmap") },
-			want:   map[string]want{"CNI plugins": {Missing, "not in /usr/lib/cni: portmap", "apt-get install containernetworking-plugins"}},
+			name: "a runtime payload with the optional plugins only",
+			opts: Options{Runtime: RuntimeInfo{ContainerdVersion: "2.4.2", Files: []string{"bandwidth", "firewall"}}},
+			want: map[string]want{"node runtime": {Missing,
+				"lacks runc, containerd-shim-runc-v2, bridge, host-local, loopback, portmap", "--container-runtime-endpoint"}},
 		},
 		{
-			name: "CNI plugins in /opt/cni/bin only",
-			change: func(f *fakeHost) {
-				for _, p := range cniPlugins {
-					delete(f.files, "/usr/lib/cni/"+p)
-					f.files["/opt/cni/bin/"+p] = ""
-				}
-			},
-			want: map[string]want{"CNI plugins": {Missing, "(they are in /opt/cni/bin)", "ln -s /opt/cni/bin/* /usr/lib/cni/"}},
-		},
-		{
-			name: "Fedora: dnf's package names, and its CNI plugins linked from /usr/libexec/cni",
+			name: "Fedora: dnf's package names",
 			change: func(f *fakeHost) {
 				f.files["/etc/os-release"] = "NAME=\"Fedora Linux\"\nID=fedora\n"
 				delete(f.cmds, "iptables")
-				delete(f.cmds, "runc")
-				for _, p := range cniPlugins {
-					delete(f.files, "/usr/lib/cni/"+p)
-				}
+				delete(f.cmds, "modprobe")
+				delete(f.files, "/proc/sys/net/bridge/bridge-nf-call-iptables")
 			},
 			want: map[string]want{
-				"iptables": {Missing, "not found on PATH", "dnf install iptables-nft"},
-				"runc":     {Missing, "not found on PATH", "dnf install runc"},
-				"CNI plugins": {Missing, "not in /usr/lib/cni", "dnf install containernetworking-plugins (it installs them in /usr/libexec/cni), " +
-					"then link them where orch's containerd looks (mkdir -p /usr/lib/cni && ln -s /usr/libexec/cni/* /usr/lib/cni/)"},
+				"iptables":     {Missing, "not found on PATH", "dnf install iptables-nft"},
+				"br_netfilter": {Missing, "no modprobe on PATH", "dnf install kmod; modprobe br_netfilter"},
 			},
 		},
 		{
-			name: "Rocky Linux: containerd from Docker's repository; plugins already in /usr/libexec/cni",
+			name: "Rocky Linux: the RHEL family's commands",
 			change: func(f *fakeHost) {
 				f.files["/etc/os-release"] = "ID=\"rocky\"\nID_LIKE=\"rhel centos fedora\"\n"
-				delete(f.cmds, "containerd")
-				for _, p := range cniPlugins {
-					delete(f.files, "/usr/lib/cni/"+p)
-					f.files["/usr/libexec/cni/"+p] = ""
-				}
+				f.fail["/usr/sbin/iptables --version"] = true
+				delete(f.cmds, "iptables-save")
 			},
 			want: map[string]want{
-				"containerd":  {Missing, "not found on PATH", "dnf install containerd.io (from Docker's repository"},
-				"CNI plugins": {Missing, "(they are in /usr/libexec/cni)", "ln -s /usr/libexec/cni/* /usr/lib/cni/"},
+				"iptables":                        {Warning, "`iptables --version` failed", "dnf reinstall iptables-nft"},
+				"iptables-restore, iptables-save": {Missing, "not on PATH: iptables-save", "dnf install iptables-nft"},
 			},
 		},
 		{
 			name: "Alpine: apk",
 			change: func(f *fakeHost) {
 				f.files["/etc/os-release"] = "ID=alpine\n"
-				f.fail["/usr/sbin/runc --version"] = true
-				delete(f.files, "/usr/lib/cni/portmap")
+				f.fail["/usr/sbin/iptables --version"] = true
+				delete(f.cmds, "iptables-restore")
 			},
 			want: map[string]want{
-				"runc":        {Warning, "`runc --version` failed", "apk fix runc"},
-				"CNI plugins": {Missing, "portmap", "apk add cni-plugins"},
+				"iptables":                        {Warning, "`iptables --version` failed", "apk fix iptables"},
+				"iptables-restore, iptables-save": {Missing, "not on PATH: iptables-restore", "apk add iptables"},
 			},
 		},
 		{
 			name:   "an unknown distribution gets Debian's commands, and is told so",
-			change: func(f *fakeHost) { f.files["/etc/os-release"] = "ID=gentoo\n"; delete(f.cmds, "runc") },
-			want:   map[string]want{"runc": {Missing, "not found on PATH", "apt-get install runc (Debian's command: this host runs gentoo, use its package manager)"}},
+			change: func(f *fakeHost) { f.files["/etc/os-release"] = "ID=gentoo\n"; delete(f.cmds, "iptables") },
+			want: map[string]want{"iptables": {Missing, "not found on PATH",
+				"apt-get install iptables (Debian's command: this host runs gentoo, use its package manager)"}},
 		},
 		{
 			name: "Raspberry Pi OS (64-bit says Debian): the memory cgroup is off at boot",
@@ -336,23 +333,18 @@ func TestRun(t *testing.T) {
 			want: map[string]want{"cgroup controller memory": {Missing, "not in /sys/fs/cgroup/cgroup.controllers",
 				"add cgroup_memory=1 cgroup_enable=memory to the one line of /boot/firmware/cmdline.txt"}},
 		},
-		{
-			name: "CNI plugins in a dir of one's choosing",
-			change: func(f *fakeHost) {
-				for _, p := range cniPlugins {
-					delete(f.files, "/usr/lib/cni/"+p)
-					f.files["/opt/cni/bin/"+p] = ""
-				}
-			},
-			opts: Options{CNIBinDir: "/opt/cni/bin"},
-			want: map[string]want{"CNI plugins": {OK, "in /opt/cni/bin", ""}},
-		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := goodHost()
-			tt.change(h)
-			rs := Run(h, tt.opts)
+			if tt.change != nil {
+				tt.change(h)
+			}
+			opts := tt.opts
+			if reflect.ValueOf(opts.Runtime).IsZero() {
+				opts.Runtime = carriedRuntime()
+			}
+			rs := Run(h, opts)
 			seen := map[string]bool{}
 			for _, r := range rs {
 				if seen[r.Name] {
@@ -388,7 +380,7 @@ func TestRun(t *testing.T) {
 }
 
 func TestGoodHostReportsEveryCheck(t *testing.T) {
-	rs := Run(goodHost(), Options{})
+	rs := Run(goodHost(), Options{Runtime: carriedRuntime()})
 	names := map[string]bool{}
 	for _, r := range rs {
 		names[r.Name] = true
@@ -396,13 +388,13 @@ func TestGoodHostReportsEveryCheck(t *testing.T) {
 	for _, n := range []string{"cgroups", "cgroup controller cpu", "cgroup controller memory", "cgroup controller pids",
 		"cgroup controller cpuset", "cgroup controller io", "kernel config", "CONFIG_NAMESPACES", "CONFIG_OVERLAY_FS",
 		"overlayfs", "br_netfilter", "net.ipv4.ip_forward", "swap", "iptables", "iptables-restore, iptables-save",
-		"iptables backends", "containerd", "runc", "CNI plugins"} {
+		"iptables backends", "node runtime"} {
 		if !names[n] {
 			t.Errorf("no %q check", n)
 		}
 	}
-	if len(rs) != 6+1+len(kernelOptions)+4+3+3 {
-		t.Errorf("%d results, want %d", len(rs), 6+1+len(kernelOptions)+4+3+3)
+	if len(rs) != 6+1+len(kernelOptions)+4+3+1 {
+		t.Errorf("%d results, want %d", len(rs), 6+1+len(kernelOptions)+4+3+1)
 	}
 }
 

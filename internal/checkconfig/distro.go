@@ -13,7 +13,6 @@ import (
 type distro struct {
 	install string            // e.g. "apt-get install"
 	pkgs    map[string]string // orch's name of a package → the distribution's
-	cniDir  string            // where its CNI plugin package puts them
 	// raspberryPi hosts need the memory cgroup turned on at boot.
 	raspberryPi bool
 	// unknown is the os-release ID of a distribution orch does not know,
@@ -21,27 +20,18 @@ type distro struct {
 	unknown string
 }
 
-// The packages fixes name, by orch's names.
+// The packages fixes name, by orch's names: what the host still provides
+// (orch carries containerd, runc and the CNI plugins itself).
 const (
-	pkgIPTables   = "iptables"
-	pkgKmod       = "kmod"
-	pkgContainerd = "containerd"
-	pkgRunc       = "runc"
-	pkgCNI        = "cni"
+	pkgIPTables = "iptables"
+	pkgKmod     = "kmod"
 )
 
 var (
-	debianFamily = distro{install: "apt-get install", cniDir: "/usr/lib/cni", pkgs: map[string]string{
-		pkgIPTables: "iptables", pkgKmod: "kmod", pkgContainerd: "containerd", pkgRunc: "runc", pkgCNI: "containernetworking-plugins"}}
-	fedoraFamily = distro{install: "dnf install", cniDir: "/usr/libexec/cni", pkgs: map[string]string{
-		pkgIPTables: "iptables-nft", pkgKmod: "kmod", pkgContainerd: "containerd", pkgRunc: "runc", pkgCNI: "containernetworking-plugins"}}
-	// RHEL and its rebuilds ship no containerd: Docker's repository has
-	// it as containerd.io.
-	rhelFamily = distro{install: "dnf install", cniDir: "/usr/libexec/cni", pkgs: map[string]string{
-		pkgIPTables: "iptables-nft", pkgKmod: "kmod", pkgRunc: "runc", pkgCNI: "containernetworking-plugins",
-		pkgContainerd: "containerd.io (from Docker's repository: dnf config-manager --add-repo https://download.docker.com/linux/rhel/docker-ce.repo)"}}
-	alpineFamily = distro{install: "apk add", cniDir: "/usr/libexec/cni", pkgs: map[string]string{
-		pkgIPTables: "iptables", pkgKmod: "kmod", pkgContainerd: "containerd", pkgRunc: "runc", pkgCNI: "cni-plugins"}}
+	debianFamily = distro{install: "apt-get install", pkgs: map[string]string{pkgIPTables: "iptables", pkgKmod: "kmod"}}
+	// redHatFamily is Fedora, RHEL and its rebuilds.
+	redHatFamily = distro{install: "dnf install", pkgs: map[string]string{pkgIPTables: "iptables-nft", pkgKmod: "kmod"}}
+	alpineFamily = distro{install: "apk add", pkgs: map[string]string{pkgIPTables: "iptables", pkgKmod: "kmod"}}
 )
 
 // detectDistro reads /etc/os-release (ID and ID_LIKE) and, for Raspberry
@@ -59,10 +49,8 @@ func detectDistro(h Host) distro {
 	switch {
 	case has("alpine"):
 		d = alpineFamily
-	case fields["ID"] == "fedora":
-		d = fedoraFamily
-	case has("rhel", "centos", "rocky", "almalinux", "ol", "fedora"):
-		d = rhelFamily
+	case has("fedora", "rhel", "centos", "rocky", "almalinux", "ol"):
+		d = redHatFamily
 	default:
 		d = debianFamily
 		if !has("debian", "ubuntu", "raspbian") {

@@ -86,8 +86,9 @@ CONFIG_OVERLAY_FS=m
 CONFIG_LOCALVERSION="-test"
 `
 
-// goodHost has everything orch needs: cgroup v2, a Debian kernel and
-// Debian's packages.
+// goodHost has everything orch needs from a host: cgroup v2, a Debian
+// kernel and Debian's iptables and kmod (no containerd, runc or CNI
+// plugins: orch carries them).
 func goodHost() *fakeHost {
 	return &fakeHost{
 		files: map[string]string{
@@ -99,26 +100,26 @@ func goodHost() *fakeHost {
 			"/proc/sys/net/bridge/bridge-nf-call-iptables": "1\n",
 			"/proc/sys/net/ipv4/ip_forward":                "1\n",
 			"/proc/swaps":                                  "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n",
-			"/usr/lib/cni/bridge":                          "",
-			"/usr/lib/cni/host-local":                      "",
-			"/usr/lib/cni/loopback":                        "",
-			"/usr/lib/cni/portmap":                         "",
 		},
 		paths: map[string]bool{},
 		cmds: map[string]string{
 			"iptables": "/usr/sbin/iptables", "iptables-restore": "/usr/sbin/iptables-restore", "iptables-save": "/usr/sbin/iptables-save",
 			"iptables-legacy-save": "/usr/sbin/iptables-legacy-save", "iptables-nft-save": "/usr/sbin/iptables-nft-save",
-			"containerd": "/usr/bin/containerd", "containerd-shim-runc-v2": "/usr/bin/containerd-shim-runc-v2",
-			"runc": "/usr/sbin/runc", "modprobe": "/usr/sbin/modprobe",
+			"modprobe": "/usr/sbin/modprobe",
 		},
 		out: map[string]string{
 			"/usr/sbin/iptables --version":   "iptables v1.8.9 (nf_tables)\n",
 			"/usr/sbin/iptables-legacy-save": "",
-			"/usr/bin/containerd --version":  "containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3\n",
-			"/usr/sbin/runc --version":       "runc version 1.1.5+ds1\ncommit: 1.1.5+ds1-1+deb12u1\nspec: 1.0.2-dev\n",
 		},
 		fail: map[string]bool{},
 	}
+}
+
+// carriedRuntime is what a release build of orch carries (the payload's
+// files in SHA256SUMS order, which is by hash).
+func carriedRuntime() RuntimeInfo {
+	return RuntimeInfo{ContainerdVersion: "2.4.2", Files: []string{"host-local", "bandwidth", "runc", "portmap",
+		"firewall", "containerd-shim-runc-v2", "loopback", "bridge"}}
 }
 
 // withoutKernelConfig removes the kernel config and gives the host what a

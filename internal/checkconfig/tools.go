@@ -2,7 +2,6 @@ package checkconfig
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 )
 
@@ -93,47 +92,6 @@ func checkOnPath(h Host, name, fix string, commands ...string) Result {
 	return Result{Name: name, Status: OK, Found: strings.Join(found, ", ")}
 }
 
-// checkContainerd: the agent starts containerd (with its runc shim)
-// unless --container-runtime-endpoint names a running CRI runtime.
-func checkContainerd(h Host, d distro) Result {
-	fix := d.installCmd(pkgContainerd, pkgRunc) + ", or run agents with --container-runtime-endpoint set to the socket of a CRI runtime you run yourself"
-	r := checkBinary(h, "containerd", fix, d.reinstallCmd(pkgContainerd), func(out string) string {
-		return versionField(out, 2) // "containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3"
-	})
-	if r.Status == OK {
-		if _, err := h.LookPath("containerd-shim-runc-v2"); err != nil {
-			r.Status, r.Found = Missing, r.Found+", but no containerd-shim-runc-v2 on PATH"
-			r.Fix = "install containerd's runc shim, containerd-shim-runc-v2 (" + d.reinstallCmd(pkgContainerd) + ")"
-		}
-	}
-	return r
-}
-
-// checkRunc: containerd runs every container with runc.
-func checkRunc(h Host, d distro) Result {
-	return checkBinary(h, "runc", d.installCmd(pkgRunc), d.reinstallCmd(pkgRunc), func(out string) string {
-		return versionField(out, 2) // "runc version 1.1.5+ds1\ncommit: ..."
-	})
-}
-
-// checkBinary finds name on PATH and reports its version (name --version).
-func checkBinary(h Host, name, installFix, reinstallFix string, parse func(string) string) Result {
-	r := Result{Name: name}
-	path, err := h.LookPath(name)
-	if err != nil {
-		r.Status, r.Found, r.Fix = Missing, "not found on PATH", installFix
-		return r
-	}
-	out, err := h.Output(path, "--version")
-	if err != nil {
-		r.Status, r.Found = Warning, fmt.Sprintf("%s, but `%s --version` failed: %v: %s", path, name, err, strings.TrimSpace(out))
-		r.Fix = "make " + name + " run (try " + name + " --version), or " + reinstallFix
-		return r
-	}
-	r.Status, r.Found = OK, parse(out)+" ("+path+")"
-	return r
-}
-
 // versionField returns the i-th word of the first line of out.
 func versionField(out string, i int) string {
 	first, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
@@ -141,48 +99,4 @@ func versionField(out string, i int) string {
 		return f[i]
 	}
 	return strings.TrimSpace(first)
-}
-
-// cniPlugins are the CNI plugins orch's pod network uses (the bridge
-// conflist of internal/network, and containerd's loopback).
-var cniPlugins = []string{"bridge", "host-local", "loopback", "portmap"}
-
-// otherCNIDir is where upstream's CNI release tarballs put the plugins.
-const otherCNIDir = "/opt/cni/bin"
-
-// checkCNI: the plugins must be in dir, where orch's containerd looks;
-// when they are all in one other place (upstream's tarballs', or the
-// distribution package's), the fix links them.
-func checkCNI(h Host, dir string, d distro) Result {
-	r := Result{Name: "CNI plugins"}
-	var missing []string
-	elsewhere := map[string][]string{}
-	for _, p := range cniPlugins {
-		if h.Exists(filepath.Join(dir, p)) {
-			continue
-		}
-		missing = append(missing, p)
-		for _, other := range []string{otherCNIDir, d.cniDir} {
-			if other != dir && h.Exists(filepath.Join(other, p)) {
-				elsewhere[other] = append(elsewhere[other], p)
-			}
-		}
-	}
-	if len(missing) == 0 {
-		r.Status, r.Found = OK, strings.Join(cniPlugins, ", ")+" in "+dir
-		return r
-	}
-	r.Status, r.Found = Missing, "not in "+dir+": "+strings.Join(missing, ", ")
-	r.Fix = d.installCmd(pkgCNI) + " (it installs them in " + d.cniDir + ")"
-	if d.cniDir != dir {
-		r.Fix += fmt.Sprintf(", then link them where orch's containerd looks (mkdir -p %s && ln -s %s/* %s/)", dir, d.cniDir, dir)
-	}
-	for _, other := range []string{otherCNIDir, d.cniDir} {
-		if other != dir && len(elsewhere[other]) == len(missing) {
-			r.Found += " (they are in " + other + ")"
-			r.Fix = fmt.Sprintf("orch's containerd looks in %s: link them there (mkdir -p %s && ln -s %s/* %s/)", dir, dir, other, dir)
-			break
-		}
-	}
-	return r
 }

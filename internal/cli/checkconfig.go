@@ -3,9 +3,9 @@ package cli
 import (
 	"github.com/urfave/cli/v2"
 
-	"orch/internal/agent"
 	"orch/internal/checkconfig"
-	"orch/internal/kubelet/containerd"
+	"orch/internal/kubelet/containerd/daemon"
+	"orch/internal/kubelet/containerd/payload"
 )
 
 func checkConfigCommand() *cli.Command {
@@ -13,7 +13,8 @@ func checkConfigCommand() *cli.Command {
 		Name:  "check-config",
 		Usage: "report the kernel and host features orch needs, with a fix for each missing one",
 		Description: "Checks cgroups and their controllers, kernel options (namespaces, netfilter, bridge, veth, VXLAN, overlayfs), " +
-			"br_netfilter, IP forwarding, swap, iptables and its backend, containerd, runc and the CNI plugins. " +
+			"br_netfilter, IP forwarding, swap, and iptables and its backend; and the node runtime orch carries itself (containerd " +
+			"built in; runc, containerd-shim-runc-v2 and the CNI plugins embedded), which the host does not provide. " +
 			"Exits 1 when a required feature is missing, 0 otherwise (warnings included).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "kernel-config", Usage: "kernel config file to check, gzipped or not (default: /proc/config.gz, then /boot/config-$(uname -r))"},
@@ -26,7 +27,7 @@ func checkConfigCommand() *cli.Command {
 			}
 			results := checkconfig.Run(checkconfig.OS{}, checkconfig.Options{
 				KernelConfig: c.String("kernel-config"),
-				CNIBinDir:    containerd.NewConfig(agent.DefaultDataDir).CNIBinDir,
+				Runtime:      runtimeInfo(),
 			})
 			if err := checkconfig.Write(c.App.Writer, results); err != nil {
 				return cli.Exit("orch check-config: write the report: "+err.Error(), 1)
@@ -37,4 +38,15 @@ func checkConfigCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// runtimeInfo describes the node runtime this binary carries, for
+// check-config (which does not link containerd itself).
+func runtimeInfo() checkconfig.RuntimeInfo {
+	files, err := payload.Manifest()
+	rt := checkconfig.RuntimeInfo{ContainerdVersion: daemon.Version(), Err: err}
+	for _, f := range files {
+		rt.Files = append(rt.Files, f.Name)
+	}
+	return rt
 }

@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/urfave/cli/v2"
+
+	"orch/internal/kubelet/containerd/daemon"
+	"orch/internal/kubelet/containerd/payload"
 )
 
 // runCheckConfig runs `orch check-config args...` and returns its report
@@ -56,6 +59,26 @@ func TestCheckConfigReadsGivenKernelConfig(t *testing.T) {
 	for _, s := range []string{"ok       kernel config", "read " + config, "ok       CONFIG_NAMESPACES", "missing  CONFIG_VETH", "not set"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("report lacks %q:\n%s", s, out)
+		}
+	}
+}
+
+func TestCheckConfigReportsCarriedRuntime(t *testing.T) {
+	out, _ := runCheckConfig(t)
+	want := "ok       node runtime"
+	if _, err := payload.Manifest(); err != nil {
+		want = "missing  node runtime"
+	}
+	for _, s := range []string{want, "containerd " + daemon.Version() + " built in"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("report lacks %q:\n%s", s, out)
+		}
+	}
+	for _, line := range strings.Split(out, "\n") { // "status   name  found": the host provides none of these now
+		for _, gone := range []string{"containerd ", "runc ", "CNI plugins "} {
+			if len(line) > 9 && strings.HasPrefix(line[9:], gone) {
+				t.Errorf("report still checks the host for %s: %q", gone, line)
+			}
 		}
 	}
 }

@@ -10,9 +10,10 @@ import (
 	"strings"
 )
 
-// CNIVersion is the CNI spec version of the conflist. Debian 12's
-// containernetworking-plugins 1.1.1 and containerd 1.6 (libcni 1.1) both
-// speak 1.0.0.
+// CNIVersion is the CNI spec version of the conflist. The plugins orch
+// carries (1.10) and containerd 2.4 speak it, as did Debian 12's plugins
+// 1.1.1 and containerd 1.6 (libcni 1.1) for a runtime brought with
+// --container-runtime-endpoint.
 const CNIVersion = "1.0.0"
 
 // Defaults of BridgeOptions.

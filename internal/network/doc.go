@@ -4,8 +4,8 @@
 // Pods on a node share one Linux bridge (orch0) on the node's spec.podCIDR,
 // the /24 the server's node IPAM gives it out of --cluster-cidr. The
 // container runtime (containerd's CRI plugin) sets the network up through
-// the standard CNI plugins (Debian's containernetworking-plugins in
-// /usr/lib/cni) from one conflist that orch writes into the runtime's CNI
+// the standard CNI plugins (containernetworking/plugins, which orch carries:
+// package payload) from one conflist that orch writes into the runtime's CNI
 // conf dir:
 //
 //   - bridge: a veth per pod into orch0, which holds the gateway (the

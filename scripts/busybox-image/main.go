@@ -5,8 +5,10 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
+	"runtime"
 
 	"orch/internal/kubelet/images"
 )
@@ -19,10 +21,17 @@ func main() {
 }
 
 func run(args []string) error {
-	if len(args) != 1 {
-		return fmt.Errorf("usage: busybox-image FILE.tar (e.g. /var/lib/orch/agent/images/busybox.tar)")
+	fs := flag.NewFlagSet("busybox-image", flag.ContinueOnError)
+	arch := fs.String("arch", runtime.GOARCH, "the architecture of the busybox binary")
+	busybox := fs.String("busybox", "/bin/busybox", "a static busybox binary of that architecture")
+	if err := fs.Parse(args); err != nil {
+		return err
 	}
-	if err := images.WriteBusyboxFile(args[0]); err != nil {
+	if fs.NArg() != 1 {
+		return fmt.Errorf("usage: busybox-image [-arch ARCH -busybox PATH] FILE.tar (e.g. /var/lib/orch/agent/images/busybox.tar)")
+	}
+	args = fs.Args()
+	if err := images.WriteBusyboxFileFor(args[0], *busybox, *arch); err != nil {
 		return fmt.Errorf("%w (install Debian's busybox-static: apt-get install busybox-static)", err)
 	}
 	fmt.Printf("wrote %s (%s)\n", args[0], images.BusyboxRef)

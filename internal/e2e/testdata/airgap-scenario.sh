@@ -11,13 +11,40 @@
 # It prints "ok: ..." per check and ends with "SCENARIO PASSED".
 . "$(dirname "$0")/cleanroot.sh"
 
+# runtime_is_orchs: every containerd runs orch's own binary, every shim
+# the one orch installed under its data dir; there is one of each at least.
+runtime_is_orchs() {
+	n=0
+	for p in $(live_procs | awk '$2 == "containerd" || $2 ~ /^containerd-shim/ {print $1}'); do
+		exe=$(readlink "/proc/$p/exe")
+		case "$(cat "/proc/$p/comm"):$exe" in
+		containerd:/usr/local/bin/orch) ;;
+		containerd-shim*:/var/lib/orch*/agent/runtime/*/bin/containerd-shim-runc-v2) ;;
+		*)
+			echo "process $p ($(cat "/proc/$p/comm")) runs $exe"
+			return 1
+			;;
+		esac
+		n=$((n + 1))
+	done
+	[ "$n" -ge 2 ] || { echo "only $n containerd and shim processes"; return 1; }
+}
+
 step "unpacking the bundle"
 check "no route to the outside" sh -c '! ip route get 1.1.1.1 >/dev/null 2>&1'
 mkdir -p "$WORK/scratch/bundle"
 tar -C "$WORK/scratch/bundle" -xzf "$BUNDLE" || fail "tar -xzf $BUNDLE"
 cd "$WORK/scratch/bundle"/orch-airgap-* || fail "no orch-airgap-* directory in the bundle"
 check "the bundle's checksums match" sha256sum -c sha256sum-*.txt
-check "the bundle has the runtime pieces" sh -c 'tar -tzf runtime/orch-runtime-*.tar.gz | grep -qx usr/bin/containerd'
+check "the bundle carries no runtime tarball" sh -c '! ls runtime >/dev/null 2>&1'
+# This host has no container runtime of its own: any containerd, runc, ctr,
+# shim or CNI plugin directory of the machine's is hidden.
+for b in containerd runc ctr containerd-shim-runc-v2; do
+	p=$(command -v "$b") && { mount --bind /dev/null "$p" || fail "hide $p"; }
+done
+for d in /usr/lib/cni /opt/cni/bin /usr/libexec/cni; do
+	[ -d "$d" ] && { mount -t tmpfs none "$d" || fail "hide $d"; }
+done
 check "orch check-config passes on this host" ./orch check-config
 
 step "install.sh from the bundle"
@@ -36,6 +63,7 @@ step "starting: $EXEC"
 	exec $EXEC
 ) >>"$WORK/server.log" 2>&1 &
 wait_for 120 "the node is Ready" sh -c 'kubectl get nodes --no-headers 2>/dev/null | grep -q " Ready "'
+check "the node runs orch's containerd 2.x" sh -c 'kubectl get nodes -o wide --no-headers | grep -q "containerd://2\."'
 
 step "an agent on a second node (network namespace node2, no default route either)"
 ip netns add node2 && ip link set eth1 netns node2 && ip -n node2 addr add 10.250.0.2/24 dev eth1 &&
@@ -49,6 +77,7 @@ step "the examples"
 check "kubectl run (the README's example, on node2)" kubectl run box --image=orch.test/busybox:1 --image-pull-policy=Never \
 	--overrides='{"apiVersion":"v1","spec":{"nodeName":"node2"}}' -- sleep 3600
 wait_for 90 "the example pod runs" kubectl wait --for=condition=Ready pod/box --timeout=2s
+check "containerd is orch itself, the shims and runc are orch's" runtime_is_orchs
 check "a web pod on the server's node" kubectl run web --image=orch.test/busybox:1 --image-pull-policy=Never --labels=app=web \
 	--overrides='{"apiVersion":"v1","spec":{"nodeSelector":{"node-role.kubernetes.io/control-plane":"true"}}}' -- httpd -f -p 80 -h /etc
 check "its Service" kubectl expose pod web --port 80

@@ -1,7 +1,8 @@
 // Package containerd runs the container runtime of an orch agent that was
-// given no --container-runtime-endpoint: the system's containerd (Debian's
-// containerd package) as a supervised child process with a configuration
-// orch writes, and the images it must hold — the built-in pause image and
+// given no --container-runtime-endpoint: the containerd linked into orch
+// (package daemon; `orch containerd`) as a supervised child process with a
+// configuration orch writes, running pods with the runc, shim and CNI
+// plugins orch carries (package payload), and the images it must hold — the built-in pause image and
 // the air-gap archives of data-dir/agent/images — imported into its k8s.io
 // namespace with containerd's Go client.
 //

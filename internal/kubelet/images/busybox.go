@@ -17,15 +17,21 @@ const BusyboxRef = "orch.test/busybox:1"
 // busybox at busyboxPath (Debian's busybox-static installs /bin/busybox) as
 // /bin/busybox, and a link in /bin for each applet `busybox --list` names,
 // so `sh -c ...`, `sleep`, `httpd` and the rest are on the default PATH.
-// The binary runs here to list its applets, so arch must be this machine's.
+// The binary runs here to list its applets; for another architecture
+// (arch is not this machine's), this machine's /bin/busybox lists them, so
+// it must be the same Debian busybox-static version.
 func WriteBusybox(w io.Writer, busyboxPath, arch string) error {
 	binary, err := os.ReadFile(busyboxPath)
 	if err != nil {
 		return fmt.Errorf("busybox test image: %w (Debian's busybox-static provides /bin/busybox; scripts/test-deps.sh installs it)", err)
 	}
-	out, err := exec.Command(busyboxPath, "--list").Output()
+	lister := busyboxPath
+	if arch != runtime.GOARCH {
+		lister = "/bin/busybox"
+	}
+	out, err := exec.Command(lister, "--list").Output()
 	if err != nil {
-		return fmt.Errorf("busybox test image: %s --list: %w", busyboxPath, err)
+		return fmt.Errorf("busybox test image: %s --list: %w", lister, err)
 	}
 	files := []File{{Path: "/bin/busybox", Mode: 0o755, Data: binary}}
 	for _, applet := range strings.Fields(string(out)) {
@@ -50,6 +56,13 @@ func WriteBusybox(w io.Writer, busyboxPath, arch string) error {
 // through a temporary file and a rename, so that an agent watching the
 // directory never imports half an archive.
 func WriteBusyboxFile(path string) error {
+	return WriteBusyboxFileFor(path, "/bin/busybox", runtime.GOARCH)
+}
+
+// WriteBusyboxFileFor is WriteBusyboxFile for the static busybox of arch
+// at busyboxPath (make release takes arm64's and arm's from Debian's
+// busybox-static packages of those architectures).
+func WriteBusyboxFileFor(path, busyboxPath, arch string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -58,7 +71,7 @@ func WriteBusyboxFile(path string) error {
 		return err
 	}
 	defer os.Remove(f.Name())
-	if err := WriteBusybox(f, "/bin/busybox", runtime.GOARCH); err != nil {
+	if err := WriteBusybox(f, busyboxPath, arch); err != nil {
 		f.Close()
 		return err
 	}
