@@ -6,7 +6,7 @@
 #   curl -sfL https://HOST/install.sh | ORCH_URL=https://10.0.0.1:6443 ORCH_TOKEN=K10... sh -   (an agent)
 #
 # Environment (all optional):
-#   ORCH_DOWNLOAD_URL           where orch-<arch> (or orch) and sha256sum-<arch>.txt are; no default
+#   ORCH_DOWNLOAD_URL           where orch-linux-<arch> (make release; or orch-<arch>, or orch) and sha256sum-<arch>.txt are; no default
 #   INSTALL_ORCH_SKIP_DOWNLOAD  true: use a local binary (INSTALL_ORCH_BINARY, else the orch
 #                               beside this script, else the one already in the bin dir)
 #   INSTALL_ORCH_BINARY         the local binary to install
@@ -249,11 +249,15 @@ get_binary() {
 	url=${ORCH_DOWNLOAD_URL%/}
 	download "$url/sha256sum-$ARCH.txt" "$TMP_DIR/sums" || fatal "could not download $url/sha256sum-$ARCH.txt"
 	NEW_BINARY=$TMP_DIR/orch
-	name=orch-$ARCH
-	if ! download "$url/$name" "$NEW_BINARY" 2>/dev/null; then
-		name=orch
-		download "$url/$name" "$NEW_BINARY" || fatal "could not download $url/orch-$ARCH nor $url/orch"
-	fi
+	# make release names it orch-linux-<arch>; orch-<arch> or orch also do.
+	name=
+	for n in "orch-linux-$ARCH" "orch-$ARCH" orch; do
+		if download "$url/$n" "$NEW_BINARY" 2>/dev/null; then
+			name=$n
+			break
+		fi
+	done
+	[ -n "$name" ] || fatal "could not download $url/orch-linux-$ARCH, $url/orch-$ARCH nor $url/orch"
 	info "downloaded $url/$name"
 	mv "$TMP_DIR/sums" "$TMP_DIR/sha256sum-$ARCH.txt"
 	verify "$NEW_BINARY" "$TMP_DIR/sha256sum-$ARCH.txt" "$name"

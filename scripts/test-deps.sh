@@ -2,7 +2,8 @@
 # Installs the Debian packages the build and the tests need, when they are
 # missing. Run as root on Debian 12; `make test` and `make run` call it.
 # With --release it adds what `make release` needs to build runc for arm64
-# and arm: the cross compilers and those architectures' libseccomp-dev.
+# and arm: the cross compilers and those architectures' libseccomp-dev (and
+# zstd, to check the runc it built).
 set -euo pipefail
 
 # orch carries containerd, runc and the CNI plugins (scripts/payload builds
@@ -17,7 +18,7 @@ packages=(ca-certificates curl iproute2 gcc libc6-dev pkg-config libseccomp-dev 
 	util-linux bsdutils qemu-user-static file)
 foreign=()
 if [ "${1:-}" = --release ]; then
-	packages+=(gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf libseccomp-dev:arm64 libseccomp-dev:armhf)
+	packages+=(gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf libseccomp-dev:arm64 libseccomp-dev:armhf zstd)
 	foreign=(arm64 armhf)
 fi
 missing=()

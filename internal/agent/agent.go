@@ -20,7 +20,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -235,7 +234,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			return err
 		}
 		defer store.Close()
-		imp := containerd.NewImporter(store, ccfg.ImagesDir, ccfg.ImportState, containerd.Builtins(goruntime.GOARCH), log)
+		imp := containerd.NewImporter(store, ccfg.ImagesDir, ccfg.ImportState, containerd.Builtins(), log)
 		keep, views = imp.Images, store
 		components = append(components,
 			run.Named{Name: "containerd", Runnable: sup},

@@ -63,6 +63,8 @@ func TestInstall(t *testing.T) {
 		"ok: the upgrade restarted the agent",
 		"ok: orch agent reads ORCH_URL from the env file",
 		"ok: a wrong checksum is refused",
+		"ok: uname -m aarch64 asks for sha256sum-arm64.txt",
+		"ok: uname -m armv7l asks for sha256sum-arm.txt",
 		"ok: downloaded and verified",
 		"ok: the joining server's unit passes ORCH_URL as --server",
 		"ok: removing one service keeps the other's binary",

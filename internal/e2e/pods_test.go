@@ -143,6 +143,13 @@ func (s *Server) client(t testing.TB) kubernetes.Interface {
 func ctr(t testing.TB, dataDir string, args ...string) string {
 	t.Helper()
 	sock := filepath.Join(agent.ContainerdState(dataDir), "containerd.sock")
+	// Right after an agent (re)starts, its containerd may not listen yet.
+	eventually(t, time.Minute, func() string {
+		if _, err := os.Stat(sock); err != nil {
+			return "containerd's socket: " + err.Error()
+		}
+		return ""
+	})
 	out, err := exec.Command(orchBin, append([]string{"ctr", "--address", sock, "--namespace", "k8s.io"}, args...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("ctr %s: %v\n%s", strings.Join(args, " "), err, out)

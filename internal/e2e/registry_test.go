@@ -75,12 +75,14 @@ func TestRegistryPull(t *testing.T) {
 	t.Run("noPullSecret", func(t *testing.T) {
 		s.KubectlIn(t, registryPod("reg-noauth", image, "IfNotPresent", ""), "apply", "-f", "-")
 		// ErrImagePull is the container's state only until the next
-		// sync, soon after: its events stay.
-		waitEvents(t, client, "reg-noauth", "Pulling", "Failed:401 Unauthorized", "Failed:Error: ErrImagePull", "BackOff")
+		// sync, soon after: its events stay. The registry's 401 reaches
+		// the event as containerd 2.x words it.
+		const refused = "authorization failed: no basic auth credentials"
+		waitEvents(t, client, "reg-noauth", "Pulling", "Failed:"+refused, "Failed:Error: ErrImagePull", "BackOff")
 		waitPod(t, client, "reg-noauth", time.Minute, func(p *corev1.Pod) string {
 			w := mainStatus(p).State.Waiting
-			if w == nil || w.Reason != "ImagePullBackOff" || !strings.Contains(w.Message, `Back-off pulling image "`+image+`"`) || !strings.Contains(w.Message, "401") {
-				return fmt.Sprintf("waiting %+v, want ImagePullBackOff with the pull's 401 (as upstream's)", w)
+			if w == nil || w.Reason != "ImagePullBackOff" || !strings.Contains(w.Message, `Back-off pulling image "`+image+`"`) || !strings.Contains(w.Message, refused) {
+				return fmt.Sprintf("waiting %+v, want ImagePullBackOff with the pull's refusal (as upstream's)", w)
 			}
 			return ""
 		})

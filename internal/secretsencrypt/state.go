@@ -133,8 +133,14 @@ func (s State) Prepare(now time.Time, random io.Reader) (State, error) {
 	if err != nil {
 		return s, err
 	}
-	if slices.ContainsFunc(*keys, func(k apiserverv1.Key) bool { return k.Name == key.Name }) {
-		return s, fmt.Errorf("a key named %s exists already; try again in a second", key.Name)
+	// Names are by the second: a key made in the same second as one that
+	// exists (the one --secrets-encryption made at the first start, say)
+	// gets a suffix.
+	taken := func(name string) bool {
+		return slices.ContainsFunc(*keys, func(k apiserverv1.Key) bool { return k.Name == name })
+	}
+	for n, base := 2, key.Name; taken(key.Name); n++ {
+		key.Name = fmt.Sprintf("%s-%d", base, n)
 	}
 	*keys = append(*keys, key)
 	next.Stage = StagePrepare

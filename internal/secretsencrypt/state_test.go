@@ -153,3 +153,20 @@ func TestSealOpen(t *testing.T) {
 		t.Error("opened with another CA key")
 	}
 }
+
+// TestPrepareInTheSameSecond: a key prepared in the second the current one
+// was made gets a name of its own.
+func TestPrepareInTheSameSecond(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	start, err := New(ProviderAESCBC, t0, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prepared, err := start.Prepare(t0, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := prepared.Keys(); !slices.Equal(got, []string{"aescbc:aescbckey-20261203T090000Z", "aescbc:aescbckey-20261203T090000Z-2"}) {
+		t.Errorf("keys %v", got)
+	}
+}

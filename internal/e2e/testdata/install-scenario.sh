@@ -202,12 +202,22 @@ step "install.sh with ORCH_DOWNLOAD_URL"
 rm -rf /run/systemd/system
 SITE=$WORK/scratch/site
 mkdir -p "$SITE"
-cp "$ORCH_BIN" "$SITE/orch-$ARCH"
-echo "0000000000000000000000000000000000000000000000000000000000000000  orch-$ARCH" >"$SITE/sha256sum-$ARCH.txt"
+# make release's names: orch-linux-<arch>, sha256sum-<arch>.txt.
+cp "$ORCH_BIN" "$SITE/orch-linux-$ARCH"
+echo "0000000000000000000000000000000000000000000000000000000000000000  orch-linux-$ARCH" >"$SITE/sha256sum-$ARCH.txt"
 ORCH_DOWNLOAD_URL=file://$SITE sh "$INSTALL_SH" >"$WORK/install-badsum.log" 2>&1 && fail "install.sh installed a binary whose checksum is wrong"
 check "a wrong checksum is refused" contains "$WORK/install-badsum.log" "checksum mismatch"
 check "nothing installed after a wrong checksum" absent /usr/local/bin/orch
-(cd "$SITE" && sha256sum "orch-$ARCH" >"sha256sum-$ARCH.txt")
+# The architecture comes from uname -m: on an arm64 or a 32-bit ARM machine
+# (a uname stand-in says so) install.sh asks for that architecture's files.
+for m in aarch64:arm64 armv7l:arm; do
+	printf '#!/bin/sh\necho %s\n' "${m%%:*}" >"$WORK/scratch/fakebin/uname" && chmod +x "$WORK/scratch/fakebin/uname"
+	PATH=$WORK/scratch/fakebin:$PATH ORCH_DOWNLOAD_URL=file://$SITE sh "$INSTALL_SH" >"$WORK/install-${m#*:}.log" 2>&1 &&
+		fail "install.sh installed on a ${m%%:*} machine from a site with only $ARCH files"
+	check "uname -m ${m%%:*} asks for sha256sum-${m#*:}.txt" contains "$WORK/install-${m#*:}.log" "$SITE/sha256sum-${m#*:}.txt"
+done
+rm -f "$WORK/scratch/fakebin/uname"
+(cd "$SITE" && sha256sum "orch-linux-$ARCH" >"sha256sum-$ARCH.txt")
 ORCH_DOWNLOAD_URL=file://$SITE INSTALL_ORCH_BIN_DIR=/usr/local/bin/sub INSTALL_ORCH_EXEC="server --disable-agent" \
 	sh "$INSTALL_SH" >"$WORK/install-download.log" 2>&1 || fail "install.sh (download) exited $?"
 cat "$WORK/install-download.log"

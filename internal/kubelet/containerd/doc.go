@@ -13,7 +13,7 @@
 //	go sup.Start(ctx)              // runs until ctx ends
 //	<-sup.Ready()                  // containerd answers CRI v1
 //	store, _ := containerd.NewStore(cfg.Address)
-//	imp := containerd.NewImporter(store, cfg.ImagesDir, cfg.ImportState, containerd.Builtins(runtime.GOARCH), log)
+//	imp := containerd.NewImporter(store, cfg.ImagesDir, cfg.ImportState, containerd.Builtins(), log)
 //	go imp.Start(ctx)
 //	<-imp.Ready()                  // the pause image is there: pods can start
 //	rt, _ := cri.Connect(ctx, sup.Endpoint())

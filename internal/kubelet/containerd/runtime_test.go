@@ -45,7 +45,7 @@ func TestRuntimeEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	im := containerd.NewImporter(store, cfg.ImagesDir, cfg.ImportState, containerd.Builtins(runtime.GOARCH), log)
+	im := containerd.NewImporter(store, cfg.ImagesDir, cfg.ImportState, containerd.Builtins(), log)
 	im.Settle = 0
 	imported, err := im.Sync(ctx)
 	if err != nil {
@@ -189,7 +189,7 @@ func TestRuntimeEndToEnd(t *testing.T) {
 
 	// The importer, run again (and as after an agent restart, from its state
 	// file), finds nothing new.
-	for _, imp := range []*containerd.Importer{im, containerd.NewImporter(store, cfg.ImagesDir, cfg.ImportState, containerd.Builtins(runtime.GOARCH), log)} {
+	for _, imp := range []*containerd.Importer{im, containerd.NewImporter(store, cfg.ImagesDir, cfg.ImportState, containerd.Builtins(), log)} {
 		imp.Settle = 0
 		if again, err := imp.Sync(ctx); err != nil || len(again) != 0 {
 			t.Errorf("second import: %q, %v; want nothing imported", again, err)

@@ -30,9 +30,10 @@ var PinnedLabel = map[string]string{"io.cri-containerd.pinned": "pinned"}
 
 var _ ImageStore = (*Store)(nil)
 
-// Builtins are the images inside the orch binary: the pause image for arch.
-func Builtins(arch string) []Builtin {
-	return []Builtin{{Name: images.PauseRef, Write: func(w io.Writer) error { return images.WritePause(w, arch) }}}
+// Builtins are the images inside the orch binary: the pause image (a
+// multi-platform index; containerd unpacks this machine's platform).
+func Builtins() []Builtin {
+	return []Builtin{{Name: images.PauseRef, Write: func(w io.Writer) error { return images.WritePause(w) }}}
 }
 
 // Store imports images into containerd's k8s.io namespace.

@@ -130,12 +130,15 @@ func (s *Supervisor) prepare() (string, error) {
 	if n := len(s.cfg.Address); n >= 108 {
 		return "", fmt.Errorf("containerd: socket path %q is %d bytes; unix socket paths must be shorter than 108", s.cfg.Address, n)
 	}
+	started := time.Now()
 	binDir, wrote, err := payload.Install(s.cfg.RuntimeDir)
 	if err != nil {
 		return "", fmt.Errorf("containerd: %w", err)
 	}
 	if len(wrote) > 0 {
-		s.log.Info("installed the node runtime orch carries", "dir", binDir, "files", wrote)
+		s.log.Info("installed the node runtime orch carries", "dir", binDir, "files", wrote, "took", time.Since(started).Round(time.Millisecond))
+	} else {
+		s.log.Info("checked the node runtime orch carries", "dir", binDir, "took", time.Since(started).Round(time.Millisecond))
 	}
 	// containerd runs through a link named containerd, so that it is
 	// called so in ps and /proc/PID/comm, as on any other node.

@@ -1,9 +1,11 @@
 // Package images builds the container images orch carries inside its binary
-// (the pod sandbox "pause" image) and the ones its tests run (busybox), as
-// docker-archive tarballs that containerd imports (`ctr images import`, or
-// the client's Import): a manifest.json naming a config and one layer, the
-// config JSON with the layer's diff ID, and the layer as a plain tar. No
-// registry and no Docker are involved.
+// (the pod sandbox "pause" image, a multi-platform OCI index for amd64,
+// arm64 and arm) and the ones its tests run (busybox, a docker-archive), as
+// tarballs that containerd imports (`ctr images import`, or the client's
+// Import). A docker-archive is a manifest.json naming a config and one
+// layer, the config JSON with the layer's diff ID, and the layer as a plain
+// tar; an OCI layout is index.json and blobs. No registry and no Docker are
+// involved.
 package images
 
 import (
@@ -29,7 +31,7 @@ type File struct {
 
 // Config is what the image's config says about running it.
 type Config struct {
-	Arch       string   // GOARCH-style: amd64, arm64
+	Arch       string   // GOARCH-style: amd64, arm64, arm (v7)
 	Entrypoint []string // may be empty
 	Cmd        []string
 	Env        []string
@@ -77,6 +79,7 @@ type archiveManifest struct {
 // ociConfig is the part of the OCI image config orch writes.
 type ociConfig struct {
 	Architecture string    `json:"architecture"`
+	Variant      string    `json:"variant,omitempty"`
 	OS           string    `json:"os"`
 	Created      time.Time `json:"created"`
 	Config       struct {
@@ -94,7 +97,7 @@ type ociConfig struct {
 
 func imageConfig(cfg Config, layerDigest string) ociConfig {
 	var c ociConfig
-	c.Architecture, c.OS = cfg.Arch, "linux"
+	c.Architecture, c.Variant, c.OS = cfg.Arch, variant(cfg.Arch), "linux"
 	// A fixed creation time keeps the image ID the same from build to build.
 	c.Created = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c.Config.Entrypoint, c.Config.Cmd, c.Config.Env = cfg.Entrypoint, cfg.Cmd, cfg.Env
@@ -156,6 +159,15 @@ func writeFile(out *tar.Writer, name string, mode int64, data []byte) error {
 	}
 	_, err := out.Write(data)
 	return err
+}
+
+func sortedKeys(m map[string][]byte) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func sha256Hex(data []byte) string {

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -205,7 +204,7 @@ func ImportImages(t *testing.T, ctx context.Context, cfg containerd.Config, log 
 		t.Fatal(err)
 	}
 	defer store.Close()
-	im := containerd.NewImporter(store, cfg.ImagesDir, cfg.ImportState, containerd.Builtins(runtime.GOARCH), log)
+	im := containerd.NewImporter(store, cfg.ImagesDir, cfg.ImportState, containerd.Builtins(), log)
 	im.Settle = 0
 	if _, err := im.Sync(ctx); err != nil {
 		t.Fatal(err)
