@@ -18,7 +18,8 @@ packages=(ca-certificates curl iproute2 gcc libc6-dev pkg-config libseccomp-dev 
 	util-linux bsdutils qemu-user-static file)
 foreign=()
 if [ "${1:-}" = --release ]; then
-	packages+=(gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf libseccomp-dev:arm64 libseccomp-dev:armhf zstd)
+	packages+=(gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-arm64-cross libc6-dev-armhf-cross
+		libseccomp-dev:arm64 libseccomp-dev:armhf zstd)
 	foreign=(arm64 armhf)
 fi
 missing=()
