@@ -200,7 +200,8 @@ func mib(bytes int64) float64 { return float64(bytes) / (1 << 20) }
 // first pod Running. It reports the time to a ready apiserver (the
 // harness's readiness: /readyz and the default namespaces) and to the pod
 // Running, both from the server's exec; the pod is created as soon as
-// the API accepts it. Run with -benchtime 1x -count N (docs/benchmarks.md).
+// the API accepts it. The busybox archive is in the images directory
+// before the start (writeBusyboxImage). Run with -benchtime 1x -count N (docs/benchmarks.md).
 func BenchmarkFirstPod(b *testing.B) {
 	for range b.N {
 		start := time.Now()

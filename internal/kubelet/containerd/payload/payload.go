@@ -22,6 +22,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
@@ -128,6 +129,9 @@ func install(fsys fs.FS, dir string) (bin string, wrote []string, err error) {
 		return "", nil, err
 	}
 	removeOthers(dir, version)
+	if len(wrote) > 0 {
+		debug.FreeOSMemory() // the decoders' buffers: tens of MiB, needed once
+	}
 	return filepath.Join(dir, Current, "bin"), wrote, nil
 }
 
@@ -156,7 +160,9 @@ func extract(fsys fs.FS, f File, target string) error {
 		return fmt.Errorf("payload: %s is in %s but not in the binary: %w", f.Name, Sums, err)
 	}
 	defer src.Close()
-	dec, err := zstd.NewReader(src)
+	// One goroutine and small buffers: the agent should not keep the
+	// memory a fast decoder takes once the runtime is written.
+	dec, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 	if err != nil {
 		return fmt.Errorf("payload: %s: %w", f.Name, err)
 	}
