@@ -39,3 +39,22 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	}
 	return nil
 }
+
+// SymlinkAtomic makes link a symbolic link to target, replacing whatever
+// link is through a rename, so that it always resolves to the old target
+// or the new one. It does nothing when link already points at target.
+func SymlinkAtomic(target, link string) error {
+	if got, err := os.Readlink(link); err == nil && got == target {
+		return nil
+	}
+	tmp := link + ".tmp"
+	os.Remove(tmp)
+	if err := os.Symlink(target, tmp); err != nil {
+		return fmt.Errorf("link %q: %w", link, err)
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("replace %q: %w", link, err)
+	}
+	return nil
+}

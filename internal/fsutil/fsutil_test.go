@@ -26,3 +26,20 @@ func TestWriteFileAtomicReplacesWithMode(t *testing.T) {
 		t.Error("WriteFileAtomic into a missing directory: no error")
 	}
 }
+
+func TestSymlinkAtomic(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "current")
+	for _, target := range []string{"a", "a", "b"} {
+		if err := SymlinkAtomic(target, link); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := os.Readlink(link); err != nil || got != target {
+			t.Fatalf("link -> %q, %v; want %q", got, err, target)
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("left %d entries, want only the link", len(entries))
+	}
+}

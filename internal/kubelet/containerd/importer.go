@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"orch/internal/fsutil"
+
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -364,5 +366,5 @@ func saveState(path string, state map[string]*importRecord) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	return writeFileAtomic(path, data, 0o600)
+	return fsutil.WriteFileAtomic(path, data, 0o600)
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"orch/internal/fsutil"
 	"orch/internal/kubelet/containerd/payload"
 	"orch/internal/kubelet/cri"
 )
@@ -143,7 +144,7 @@ func (s *Supervisor) prepare() (string, error) {
 	// containerd runs through a link named containerd, so that it is
 	// called so in ps and /proc/PID/comm, as on any other node.
 	link := filepath.Join(binDir, "containerd")
-	if err := symlink(bin, link); err != nil {
+	if err := fsutil.SymlinkAtomic(bin, link); err != nil {
 		return "", fmt.Errorf("containerd: %w", err)
 	}
 	for _, dir := range []string{filepath.Dir(s.cfg.ConfigPath), s.cfg.Root, s.cfg.State, filepath.Dir(s.cfg.Address), filepath.Dir(s.cfg.LogPath), s.cfg.CNIConfDir, s.cfg.CertsDir} {
@@ -151,24 +152,11 @@ func (s *Supervisor) prepare() (string, error) {
 			return "", fmt.Errorf("containerd: %w", err)
 		}
 	}
-	if err := writeFileAtomic(s.cfg.ConfigPath, s.cfg.TOML(), 0o600); err != nil {
+	if err := fsutil.WriteFileAtomic(s.cfg.ConfigPath, s.cfg.TOML(), 0o600); err != nil {
 		return "", fmt.Errorf("containerd: write its config: %w", err)
 	}
 	s.stopLeftover()
 	return link, nil
-}
-
-// symlink makes link point to target, replacing what is there.
-func symlink(target, link string) error {
-	if got, err := os.Readlink(link); err == nil && got == target {
-		return nil
-	}
-	tmp := link + ".tmp"
-	os.Remove(tmp)
-	if err := os.Symlink(target, tmp); err != nil {
-		return err
-	}
-	return os.Rename(tmp, link)
 }
 
 // pidFile records the running containerd, so that the next start can stop
@@ -228,7 +216,7 @@ func (s *Supervisor) run(ctx context.Context, bin string) error {
 		return fmt.Errorf("start %s: %w", bin, err)
 	}
 	pid := cmd.Process.Pid
-	_ = writeFileAtomic(s.pidFile(), []byte(strconv.Itoa(pid)+"\n"), 0o600)
+	_ = fsutil.WriteFileAtomic(s.pidFile(), []byte(strconv.Itoa(pid)+"\n"), 0o600)
 	s.mu.Lock()
 	s.pid = pid
 	ready := s.ready
@@ -349,12 +337,4 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

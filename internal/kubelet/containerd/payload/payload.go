@@ -26,6 +26,8 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
+
+	"orch/internal/fsutil"
 )
 
 // Sums is the manifest scripts/payload writes next to the compressed
@@ -54,14 +56,21 @@ func embedded() fs.FS {
 }
 
 // Manifest lists the payload's files; ErrMissing when there is none.
-func Manifest() ([]File, error) { return manifest(embedded()) }
+func Manifest() ([]File, error) {
+	files, _, err := manifest(embedded())
+	return files, err
+}
 
-func manifest(fsys fs.FS) ([]File, error) {
+// manifest reads the payload's files and its ID: the first 16 hex digits
+// of its manifest's SHA-256.
+func manifest(fsys fs.FS) (files []File, id string, err error) {
 	data, err := fs.ReadFile(fsys, Sums)
 	if err != nil {
-		return nil, ErrMissing
+		return nil, "", ErrMissing
 	}
-	return parseSums(data)
+	files, err = parseSums(data)
+	sum := sha256.Sum256(data)
+	return files, hex.EncodeToString(sum[:8]), err
 }
 
 func parseSums(data []byte) ([]File, error) {
@@ -81,15 +90,9 @@ func parseSums(data []byte) ([]File, error) {
 }
 
 // ID names the payload: the first 16 hex digits of its manifest's SHA-256.
-func ID() (string, error) { return id(embedded()) }
-
-func id(fsys fs.FS) (string, error) {
-	data, err := fs.ReadFile(fsys, Sums)
-	if err != nil {
-		return "", ErrMissing
-	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:8]), nil
+func ID() (string, error) {
+	_, id, err := manifest(embedded())
+	return id, err
 }
 
 // Install writes the payload under dir (data-dir/agent/runtime) if it is
@@ -101,11 +104,7 @@ func Install(dir string) (bin string, wrote []string, err error) {
 }
 
 func install(fsys fs.FS, dir string) (bin string, wrote []string, err error) {
-	files, err := manifest(fsys)
-	if err != nil {
-		return "", nil, err
-	}
-	version, err := id(fsys)
+	files, version, err := manifest(fsys)
 	if err != nil {
 		return "", nil, err
 	}
@@ -125,8 +124,8 @@ func install(fsys fs.FS, dir string) (bin string, wrote []string, err error) {
 		}
 		wrote = append(wrote, f.Name)
 	}
-	if err := pointCurrent(dir, version); err != nil {
-		return "", nil, err
+	if err := fsutil.SymlinkAtomic(version, filepath.Join(dir, Current)); err != nil {
+		return "", nil, fmt.Errorf("payload: %w", err)
 	}
 	removeOthers(dir, version)
 	if len(wrote) > 0 {
@@ -188,23 +187,6 @@ func extract(fsys fs.FS, f File, target string) error {
 		return fmt.Errorf("payload: write %s: %w", target, err)
 	}
 	return os.Rename(tmp, target)
-}
-
-// pointCurrent makes dir/current a link to id, replacing it atomically.
-func pointCurrent(dir, id string) error {
-	link := filepath.Join(dir, Current)
-	if target, err := os.Readlink(link); err == nil && target == id {
-		return nil
-	}
-	tmp := link + ".tmp"
-	os.Remove(tmp)
-	if err := os.Symlink(id, tmp); err != nil {
-		return fmt.Errorf("payload: %w", err)
-	}
-	if err := os.Rename(tmp, link); err != nil {
-		return fmt.Errorf("payload: %w", err)
-	}
-	return nil
 }
 
 // removeOthers deletes the payloads of other versions. A running shim of

@@ -84,12 +84,12 @@ func TestInstall(t *testing.T) {
 
 	// A new version gets its own directory; current follows it and the old
 	// one goes.
-	oldID, _ := id(v1)
+	_, oldID, _ := manifest(v1)
 	v2 := fakePayload(t, map[string]string{"runc": "runc 2", "bridge": "bridge 1"})
 	if _, _, err := install(v2, dir); err != nil {
 		t.Fatal(err)
 	}
-	newID, _ := id(v2)
+	_, newID, _ := manifest(v2)
 	if link, _ := os.Readlink(filepath.Join(dir, Current)); link != newID || newID == oldID {
 		t.Errorf("current -> %q, want %q (old %q)", link, newID, oldID)
 	}
