@@ -7,9 +7,10 @@
 #   bin/orch-airgap-<arch>.tar.gz   scripts/airgap.sh's bundle for <arch>
 #   bin/sha256sum-<arch>.txt        checksums of both (install.sh verifies them)
 #
-# It checks what it built: file(1) must say each binary and its runc are
-# static executables of the right architecture, and the foreign binaries
-# must print their version under qemu user emulation. LDFLAGS and VERSION
+# It checks what it built: file(1) must say each binary and every program
+# of its runtime payload are static executables of the right architecture,
+# and each must run (foreign ones under qemu user emulation): orch, runc and
+# the shim print their versions, the CNI plugins answer CNI_COMMAND=VERSION. LDFLAGS and VERSION
 # come from the Makefile. ARCHS limits the architectures.
 set -euo pipefail
 
@@ -33,6 +34,27 @@ check_file() { # FILE ARCH: file(1) says it is a static executable for ARCH
 	esac
 }
 
+# check_payload ARCH: every program of ARCH's runtime payload is a static
+# executable of ARCH and runs (under qemu for a foreign ARCH): runc and the
+# shim print their versions, each CNI plugin answers CNI_COMMAND=VERSION.
+check_payload() {
+	local dir=$work/payload-$1 f name
+	mkdir -p "$dir"
+	for f in "internal/kubelet/containerd/payload/files/$1"/*.zst; do
+		name=$(basename "$f" .zst)
+		zstd -q -d -f -o "$dir/$name" "$f"
+		chmod +x "$dir/$name"
+		check_file "$dir/$name" "$1"
+		case "$name" in
+		runc) "${run[@]}" "$dir/$name" --version | sed -n 1p ;;
+		containerd-shim-runc-v2) "${run[@]}" "$dir/$name" -v | grep Version: ;;
+		*) CNI_COMMAND=VERSION "${run[@]}" "$dir/$name" | grep -q supportedVersions ||
+			{ echo "release: CNI plugin $name for $1 does not answer VERSION" >&2; exit 1; } ;;
+		esac
+	done
+	echo "release: the $1 runtime payload runs"
+}
+
 for arch in $archs; do
 	[ -n "${file_says[$arch]:-}" ] || { echo "release: no such target $arch (amd64, arm64, arm)" >&2; exit 1; }
 	go run ./scripts/payload -arch "$arch"
@@ -40,13 +62,10 @@ for arch in $archs; do
 	echo "release: building $bin"
 	GOOS=linux GOARCH=$arch GOARM=7 CGO_ENABLED=0 go build -trimpath -ldflags "$LDFLAGS" -o "$bin" .
 	check_file "$bin" "$arch"
-	zstd -q -d -f -o "$work/runc-$arch" "internal/kubelet/containerd/payload/files/$arch/runc.zst"
-	check_file "$work/runc-$arch" "$arch"
-	if [ "$arch" = "$host" ]; then
-		"$bin" --version | head -n 1
-	else
-		"${qemu[$arch]}" "$bin" --version | head -n 1
-	fi
+	run=()
+	[ "$arch" = "$host" ] || run=("${qemu[$arch]}")
+	"${run[@]}" "$bin" --version | sed -n 1p
+	check_payload "$arch"
 
 	# The example image of the bundle: the static busybox of Debian's
 	# busybox-static for that architecture.
