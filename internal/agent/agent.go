@@ -6,8 +6,10 @@
 // that registers the Node and keeps its Lease and status fresh, the pod
 // network's CNI config (internal/network) once the server has given the
 // node a podCIDR, and the pod workers (internal/kubelet/pods) that run the
-// node's pods. The components run in a run.Group: started in order,
-// stopped in reverse.
+// node's pods. Every API client goes through the local store
+// (internal/localstore), so all of it also runs while the server cannot be
+// reached. The components run in a run.Group: started in order, stopped in
+// reverse.
 package agent
 
 import (
@@ -31,6 +33,7 @@ import (
 	"orch/internal/kubelet/metrics"
 	"orch/internal/kubelet/node"
 	"orch/internal/kubelet/pods"
+	"orch/internal/localstore"
 	"orch/internal/network"
 	"orch/internal/pki"
 	"orch/internal/run"
@@ -205,6 +208,14 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			log.Warn("cannot tell systemd that the agent is ready", "err", err)
 		}
 	}
+	// The node's clients go through its local store, which keeps what
+	// the node needs and answers for the server while it is away.
+	store, err := localstore.Open(filepath.Join(c.DataDir, "agent"), localstore.Options{Log: log.With("component", "local-store")})
+	if err != nil {
+		return fmt.Errorf("orch agent: %w", err)
+	}
+	defer store.Close()
+	creds.Through(store.Config)
 	renewer, err := join.NewRenewer(joinCfg, creds)
 	if err != nil {
 		return err

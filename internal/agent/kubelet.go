@@ -72,6 +72,10 @@ func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kub
 	workers.SystemdCgroups = containerd.SystemdIsInit()
 	workers.Metrics = km
 	workers.ImageViews = views
+	// Pods made again (after a reboot) keep their addresses where
+	// host-local can, so the Services' endpoints still hold while the
+	// server is away.
+	workers.Addresses = &network.HostLocalAddresses{Dir: filepath.Join(cniConfig(c).Bridge.IPAMDataDir, network.DefaultNetworkName)}
 	api, err := server.New(server.Config{
 		Addr:         fmt.Sprintf(":%d", c.KubeletPort),
 		TLS:          servingTLS(creds, c.TLS),

@@ -42,10 +42,18 @@ type Credentials struct {
 	// certificates (see refusedTransport); the Renewer renews then.
 	refused chan struct{}
 
+	// through changes every RESTConfig (see Through); nil: none.
+	through func(*rest.Config) *rest.Config
+
 	mu     sync.RWMutex
 	live   *liveCerts
 	issued *issuedCerts
 }
+
+// Through makes RESTConfig and RESTConfigFor return change(config): the
+// agent sends its clients through its local store. Call it before
+// making clients.
+func (c *Credentials) Through(change func(*rest.Config) *rest.Config) { c.through = change }
 
 func newCredentials(c checked, caPEM []byte, issued *issuedCerts) (*Credentials, error) {
 	live, err := checkIssued(c, caPEM, issued)
@@ -175,7 +183,11 @@ func (c *Credentials) restConfig(tlsConfig *tls.Config, userAgent string) *rest.
 	// QPS and Burst are upstream's kubelet defaults (--kube-api-qps 50,
 	// --kube-api-burst 100): client-go's own 5/10 throttles a node that
 	// starts many pods at once.
-	return &rest.Config{Host: c.Server, Transport: refusedTransport{next: transport, refused: c.refused}, UserAgent: userAgent, QPS: 50, Burst: 100}
+	cfg := &rest.Config{Host: c.Server, Transport: refusedTransport{next: transport, refused: c.refused}, UserAgent: userAgent, QPS: 50, Burst: 100}
+	if c.through != nil {
+		cfg = c.through(cfg)
+	}
+	return cfg
 }
 
 // set replaces the certificates and closes the connections made with the

@@ -22,6 +22,12 @@ type sandboxRuntime interface {
 	RemovePodSandbox(ctx context.Context, id string) error
 }
 
+// AddressPreference asks the pod network for addresses a pod had before
+// its sandbox is made; done is called once the sandbox is made.
+type AddressPreference interface {
+	Prefer(ips []string) (done func())
+}
+
 // containerRuntime makes, starts, stops and removes containers.
 type containerRuntime interface {
 	CreateContainer(ctx context.Context, podSandboxID string, config *runtimeapi.ContainerConfig, sandboxConfig *runtimeapi.PodSandboxConfig) (string, error)
@@ -187,7 +193,17 @@ func (x *execution) createSandbox(ctx context.Context, attempt uint32) error {
 		w.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return err
 	}
-	if _, err := w.sandboxes.RunPodSandbox(ctx, x.config, handler); err != nil {
+	done := func() {}
+	if w.Addresses != nil && !pod.Spec.HostNetwork {
+		var ips []string
+		for _, ip := range pod.Status.PodIPs {
+			ips = append(ips, ip.IP)
+		}
+		done = w.Addresses.Prefer(ips)
+	}
+	_, err = w.sandboxes.RunPodSandbox(ctx, x.config, handler)
+	done()
+	if err != nil {
 		w.recorder.Eventf(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return fmt.Errorf("run the sandbox of pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}

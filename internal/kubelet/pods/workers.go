@@ -85,6 +85,9 @@ type Workers struct {
 	// ImageViews mounts image volumes; nil: they are unsupported (a
 	// runtime other than the agent's own containerd).
 	ImageViews ImageViews
+	// Addresses keeps a pod's address when its sandbox is made again
+	// (after a reboot, say); nil: the network decides.
+	Addresses AddressPreference
 	// Now is the clock of status timestamps and of the restart and
 	// image pull back-offs (time.Now when nil).
 	Now func() time.Time
