@@ -6,6 +6,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"orch/internal/agent"
+	"orch/internal/controller/nodelifecycle"
 	"orch/internal/kubelet/node"
 	"orch/internal/network"
 	"orch/internal/pki"
@@ -50,6 +51,8 @@ func nodeFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "node-name", Usage: "name of this node (default: the hostname, lowercased)"},
 		&cli.StringSliceFlag{Name: "node-label", Usage: "label key=value of this node (repeatable)"},
+		&cli.BoolFlag{Name: "autonomous", Usage: "this node runs on its own while cut off from the servers: then it is tainted unreachable (NoSchedule) " +
+			"but its pods are not evicted (sets the node label " + nodelifecycle.AutonomousLabel + "=true)"},
 		&cli.StringSliceFlag{Name: "node-taint", Usage: "taint key=value:Effect set when the node registers (repeatable; Effect is NoSchedule, PreferNoSchedule or NoExecute)"},
 		&cli.StringFlag{Name: "container-runtime-endpoint", Usage: "CRI socket of a running container runtime (default: orch starts and supervises containerd)"},
 		&cli.IntFlag{Name: "kubelet-port", Value: agent.DefaultKubeletPort, Usage: "port of the kubelet API (logs, exec, port-forward)"},
@@ -76,6 +79,9 @@ func agentConfig(c *cli.Context) (agent.Config, error) {
 	labels, err := node.ParseLabels(c.StringSlice("node-label"))
 	if err != nil {
 		return agent.Config{}, err
+	}
+	if c.Bool("autonomous") {
+		labels[nodelifecycle.AutonomousLabel] = "true"
 	}
 	taints, err := node.ParseTaints(c.StringSlice("node-taint"))
 	if err != nil {

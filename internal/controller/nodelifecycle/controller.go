@@ -2,11 +2,13 @@
 // kube-node-lease and the Ready condition) like upstream's node lifecycle
 // controller: a node silent for the grace period (50 s) gets Ready=Unknown;
 // not-ready and unreachable nodes get the matching NoSchedule and NoExecute
-// taints; and pods on a node with a NoExecute taint they do not tolerate are
+// taints, and their pods Ready=False (MarkPodsNotReady); and pods on a node with a NoExecute taint they do not tolerate are
 // deleted, at once or when their tolerationSeconds run out. New NoExecute
 // taints are rate-limited (0.1 per second, as --node-eviction-rate), and none
 // are added while every node is unhealthy (the problem is then more likely the
-// server's network than the nodes).
+// server's network than the nodes). An autonomous node (AutonomousLabel,
+// `orch agent --autonomous`) that goes silent gets only the NoSchedule
+// unreachable taint: it runs its pods on its own, so they are not evicted.
 //
 // As upstream's TaintNodesByCondition, a node whose MemoryPressure,
 // DiskPressure, PIDPressure or NetworkUnavailable condition is True gets the
@@ -17,8 +19,10 @@ package nodelifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -164,7 +168,12 @@ func (c *Controller) reconcileNode(ctx context.Context, node *corev1.Node, h Hea
 		}
 		node = marked // taint the node as just written, or the update conflicts
 	}
-	wanted := append(wantedTaints(h), conditionTaints(node)...)
+	if h != Healthy {
+		if err := c.markPodsNotReady(ctx, node.Name, now); err != nil {
+			return err
+		}
+	}
+	wanted := append(wantedTaints(h, autonomous(node)), conditionTaints(node)...)
 	taints, changed := reconcileTaints(node.Spec.Taints, wanted, now, false)
 	withNoExecute, _ := reconcileTaints(node.Spec.Taints, wanted, now, true)
 	if len(withNoExecute) > len(taints) && !fullDisruption && c.limiter.TryAccept() {
@@ -205,6 +214,32 @@ func (c *Controller) markUnknown(ctx context.Context, node *corev1.Node, now tim
 	}
 	c.recorder.Eventf(node, corev1.EventTypeNormal, "NodeNotReady", "Node %s status is now: NodeNotReady", node.Name)
 	return written, nil
+}
+
+// markPodsNotReady sets the Ready condition of the pods on an unhealthy
+// node to False, as upstream's MarkPodsNotReady, so their Services' endpoints
+// stop sending them traffic; the kubelet posts the pods' own status again
+// when it is back. Pods already not ready are left alone.
+func (c *Controller) markPodsNotReady(ctx context.Context, node string, now time.Time) error {
+	pods, err := c.pods.ByIndex(podsByNode, node)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, obj := range pods {
+		pod := obj.(*corev1.Pod)
+		i := slices.IndexFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodReady })
+		if i < 0 || pod.Status.Conditions[i].Status == corev1.ConditionFalse {
+			continue
+		}
+		updated := pod.DeepCopy()
+		cond := &updated.Status.Conditions[i]
+		cond.Status, cond.LastTransitionTime = corev1.ConditionFalse, metav1.NewTime(now)
+		if _, err := c.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("mark pod %s/%s not ready: %w", pod.Namespace, pod.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // evictOne deletes the pod of key once its toleration of its node's

@@ -56,13 +56,26 @@ func readyCondition(node *corev1.Node) *corev1.NodeCondition {
 	return nil
 }
 
+// AutonomousLabel marks a node that runs on its own while cut off from
+// the servers (`orch agent --autonomous`): when it is unreachable it gets
+// the NoSchedule taint but not the NoExecute one, so its pods are not
+// evicted.
+const AutonomousLabel = "orch.dev/autonomous"
+
+// autonomous is true for a node with AutonomousLabel "true".
+func autonomous(node *corev1.Node) bool { return node.Labels[AutonomousLabel] == "true" }
+
 // wantedTaints are the lifecycle taints a node of this health carries:
-// NoSchedule (condition taints) and NoExecute (eviction).
-func wantedTaints(h Health) []corev1.Taint {
+// NoSchedule (condition taints) and NoExecute (eviction), which an
+// autonomous node does not get for being unreachable.
+func wantedTaints(h Health, autonomous bool) []corev1.Taint {
 	switch h {
 	case NotReady:
 		return []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}, {Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute}}
 	case Unreachable:
+		if autonomous {
+			return []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule}}
+		}
 		return []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoSchedule}, {Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}}
 	}
 	return nil

@@ -42,21 +42,27 @@ func TestAssess(t *testing.T) {
 func TestReconcileTaints(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	other := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
-	got, changed := reconcileTaints([]corev1.Taint{other}, wantedTaints(Unreachable), now, true)
+	got, changed := reconcileTaints([]corev1.Taint{other}, wantedTaints(Unreachable, false), now, true)
 	if !changed || len(got) != 3 || got[0] != other || got[2].Effect != corev1.TaintEffectNoExecute || got[2].TimeAdded == nil {
 		t.Fatalf("unreachable: %+v changed=%v", got, changed)
 	}
-	again, changed := reconcileTaints(got, wantedTaints(Unreachable), now.Add(time.Minute), true)
+	again, changed := reconcileTaints(got, wantedTaints(Unreachable, false), now.Add(time.Minute), true)
 	if changed || !again[2].TimeAdded.Equal(got[2].TimeAdded) {
 		t.Errorf("second pass changed the taints or their time: %+v", again)
 	}
-	limited, _ := reconcileTaints([]corev1.Taint{other}, wantedTaints(Unreachable), now, false)
+	limited, _ := reconcileTaints([]corev1.Taint{other}, wantedTaints(Unreachable, false), now, false)
 	if len(limited) != 2 {
 		t.Errorf("without NoExecute allowed: %+v", limited)
 	}
-	healed, changed := reconcileTaints(got, wantedTaints(Healthy), now, true)
+	healed, changed := reconcileTaints(got, wantedTaints(Healthy, false), now, true)
 	if !changed || len(healed) != 1 || healed[0] != other {
 		t.Errorf("healthy again: %+v", healed)
+	}
+	// An autonomous node is tainted unreachable, but not to evict: a
+	// NoExecute taint it had is taken away.
+	auto, changed := reconcileTaints(got, wantedTaints(Unreachable, true), now, true)
+	if !changed || len(auto) != 2 || auto[1].Key != corev1.TaintNodeUnreachable || auto[1].Effect != corev1.TaintEffectNoSchedule {
+		t.Errorf("autonomous and unreachable: %+v", auto)
 	}
 }
 

@@ -87,6 +87,76 @@ func TestSilentNodeIsTaintedAndItsPodsEvicted(t *testing.T) {
 	})
 }
 
+// TestSilentAutonomousNodeKeepsItsPods: an autonomous node (label
+// orch.dev/autonomous=true) that goes silent is Unknown and tainted
+// unreachable NoSchedule, but not NoExecute: its pod stays, while the same
+// pod on an ordinary silent node is evicted.
+func TestSilentAutonomousNodeKeepsItsPods(t *testing.T) {
+	env := controllertest.New(t, "app", corev1.NamespaceNodeLease)
+	c, err := nodelifecycle.New(env.Context)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Grace, c.Monitor = 2*time.Second, 200*time.Millisecond
+	sim := simnode.New(env.Context.Client, env.Context.Log)
+	sim.LeaseInterval = 200 * time.Millisecond
+	ctx := t.Context()
+	nodes := []simnode.Node{{Name: "edge", Labels: map[string]string{nodelifecycle.AutonomousLabel: "true"}}, {Name: "plain"}, {Name: "healthy"}}
+	for _, n := range nodes {
+		if err := sim.Add(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.Start(t, c, sim)
+	client := env.Context.Client
+	for _, node := range []string{"edge", "plain"} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-" + node}, Spec: corev1.PodSpec{NodeName: node,
+			Containers:  []corev1.Container{{Name: "c", Image: "i"}},
+			Tolerations: []corev1.Toleration{{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](1)}}}}
+		envtest.Create(t, client.CoreV1().Pods("app").Create, p)
+	}
+	envtest.EventuallyTrue(t, "the pods to be ready", func() bool {
+		for _, name := range []string{"on-edge", "on-plain"} {
+			p, err := client.CoreV1().Pods("app").Get(ctx, name, metav1.GetOptions{})
+			if err != nil || !slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+				return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+			}) {
+				return false
+			}
+		}
+		return true
+	})
+	sim.StopHeartbeat("edge")
+	sim.StopHeartbeat("plain")
+	envtest.EventuallyTrue(t, "the pod on the ordinary silent node to be evicted", func() bool {
+		p, err := client.CoreV1().Pods("app").Get(ctx, "on-plain", metav1.GetOptions{})
+		return err != nil || p.DeletionTimestamp != nil
+	})
+	envtest.EventuallyTrue(t, "the autonomous node to be tainted unreachable", func() bool {
+		n, err := client.CoreV1().Nodes().Get(ctx, "edge", metav1.GetOptions{})
+		return err == nil && slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeUnreachable })
+	})
+	n := envtest.Get(t, client.CoreV1().Nodes().Get, "edge")
+	var taints []string
+	for _, taint := range n.Spec.Taints {
+		taints = append(taints, taint.Key+":"+string(taint.Effect))
+	}
+	if !slices.Equal(taints, []string{corev1.TaintNodeUnreachable + ":NoSchedule"}) {
+		t.Errorf("the silent autonomous node has taints %v, want only %s:NoSchedule", taints, corev1.TaintNodeUnreachable)
+	}
+	if p, err := client.CoreV1().Pods("app").Get(ctx, "on-edge", metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
+		t.Errorf("the autonomous node's pod was evicted: %v %v", p, err)
+	}
+	// Its pod is not ready, as upstream's rule has it, so Services stop
+	// sending it traffic from elsewhere.
+	envtest.EventuallyTrue(t, "the autonomous node's pod to be marked not ready", func() bool {
+		p, err := client.CoreV1().Pods("app").Get(ctx, "on-edge", metav1.GetOptions{})
+		return err == nil && slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse
+		})
+	})
+}
+
 // TestPressureConditionsTaintTheNode: a node whose kubelet reports
 // MemoryPressure, DiskPressure or PIDPressure True gets the matching
 // NoSchedule taint, and loses it once the condition is False again, as
