@@ -78,7 +78,7 @@ check:
 bench: build
 	ORCH_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./internal/e2e/bench/...
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./internal/scheduler/...
-	ORCH_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'PodStartup|FirstPod|HAFailover' -benchtime 1x -timeout 30m ./internal/e2e/
+	ORCH_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'PodStartup|FirstPod|HAFailover|OfflineStart' -benchtime 1x -timeout 30m ./internal/e2e/
 	$(GO) test -run '^$$' -bench 'FullSync|PartialSync' -count 3 -timeout 30m ./internal/proxy/
 	$(GO) test -run '^$$' -bench Query -benchtime 3s -count 3 ./internal/dns/
 

@@ -13,6 +13,7 @@ require (
 	github.com/google/gnostic-models v0.7.0
 	github.com/google/go-cmp v0.7.0
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674
+	github.com/hashicorp/yamux v0.1.2
 	github.com/klauspost/compress v1.20.0
 	github.com/miekg/dns v1.1.73
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822

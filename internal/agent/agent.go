@@ -22,6 +22,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,7 @@ import (
 	"orch/internal/pki"
 	"orch/internal/run"
 	"orch/internal/sdnotify"
+	"orch/internal/tunnel"
 )
 
 // DefaultDataDir is the data dir whose containerd uses containerd.DefaultState.
@@ -227,7 +229,13 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	nodeCfg := node.Config{Name: c.NodeName, NodeIPs: c.ips, Labels: c.Labels, Taints: c.Taints, DataDir: c.DataDir, KubeletPort: c.KubeletPort,
 		EvictionHard: c.EvictionHard}
 
-	components := []run.Named{{Name: "node certificates", Runnable: renewer},
+	// The tunnel lets the server reach the kubelet API when it cannot
+	// dial the node (NAT, a firewall).
+	tunnelTLS := creds.ClientTLSConfig()
+	tunnelTLS.ServerName = "kubernetes" // the name every server's certificate has
+	agentTunnel := &tunnel.Agent{Server: creds.Server, TLS: tunnelTLS, Dial: creds.Servers().DialContext,
+		Local: net.JoinHostPort("127.0.0.1", strconv.Itoa(c.KubeletPort)), Log: log.With("component", "tunnel")}
+	components := []run.Named{{Name: "node certificates", Runnable: renewer}, {Name: "tunnel", Runnable: agentTunnel},
 		{Name: "servers", Runnable: run.Func(func(ctx context.Context) error { return creds.Servers().FollowServers(ctx, client) })}}
 	endpoint := c.ContainerRuntimeEndpoint
 	ready := func(ctx context.Context) error { return nil } // the runtime is up

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,19 +29,59 @@ type KubeletClientConfig struct {
 	// (system:kube-apiserver-kubelet-client in system:masters, as kubeadm
 	// names it).
 	TLS *tls.Config
+	// Tunnel connects to node's kubelet through the tunnel the node's
+	// agent opened (internal/tunnel), ok false when it has none; nil:
+	// kubelets are always dialed.
+	Tunnel func(ctx context.Context, node string) (conn net.Conn, ok bool, err error)
 
 	once      sync.Once
 	transport *http.Transport
 	insecure  *http.Transport // for pods/log insecureSkipTLSVerifyBackend
+
+	mu sync.Mutex
+	// nodeAt is the node each kubelet address was last resolved for.
+	nodeAt map[string]string
 }
 
 func (c *KubeletClientConfig) init() {
 	c.once.Do(func() {
 		c.transport = streamproxy.Transport(c.TLS)
+		c.transport.DialContext = c.dial
 		insecure := c.TLS.Clone()
 		insecure.InsecureSkipVerify = true
 		c.insecure = streamproxy.Transport(insecure)
+		c.insecure.DialContext = c.dial
 	})
+}
+
+// kubeletDialer dials kubelets that have no tunnel.
+var kubeletDialer = &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+
+// dial connects to the kubelet at addr: through its node's tunnel when
+// the node has one, else directly. The TLS above it is the same either
+// way, so the kubelet's serving certificate is checked end to end.
+func (c *KubeletClientConfig) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if c.Tunnel != nil {
+		c.mu.Lock()
+		node := c.nodeAt[addr]
+		c.mu.Unlock()
+		if node != "" {
+			if conn, ok, err := c.Tunnel(ctx, node); ok {
+				return conn, err
+			}
+		}
+	}
+	return kubeletDialer.DialContext(ctx, network, addr)
+}
+
+// resolved remembers that addr is node's kubelet.
+func (c *KubeletClientConfig) resolved(addr, node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nodeAt == nil {
+		c.nodeAt = map[string]string{}
+	}
+	c.nodeAt[addr] = node
 }
 
 // kubeletAddressTypes is the order node addresses are tried in (k3s's
@@ -83,11 +124,12 @@ func (s *Server) kubeletLocation(ctx context.Context, nodeName, path string, que
 	if err != nil {
 		return nil, apierrors.NewServiceUnavailable(fmt.Sprintf("node %q: %v", nodeName, err))
 	}
+	s.cfg.KubeletClient.resolved(host, nodeName)
 	return &url.URL{Scheme: "https", Host: host, Path: path, RawQuery: query.Encode()}, nil
 }
 
 // kubeletBackend is the streamproxy backend for loc.
 func (s *Server) kubeletBackend(loc *url.URL) streamproxy.Backend {
 	s.cfg.KubeletClient.init()
-	return streamproxy.Backend{Location: loc, TLS: s.cfg.KubeletClient.TLS, Log: s.log}
+	return streamproxy.Backend{Location: loc, TLS: s.cfg.KubeletClient.TLS, Log: s.log, Dial: s.cfg.KubeletClient.dial}
 }

@@ -239,6 +239,7 @@ func (s *Server) fetchSummary(ctx context.Context, node *corev1.Node) (*statsapi
 		return nil, err
 	}
 	s.cfg.KubeletClient.init()
+	s.cfg.KubeletClient.resolved(host, node.Name)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+host+"/stats/summary?only_cpu_and_memory=true", nil)
 	if err != nil {
 		return nil, err

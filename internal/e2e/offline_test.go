@@ -84,7 +84,7 @@ func TestOfflineReboot(t *testing.T) {
 	a.Start()
 	eventually(t, 2*time.Minute, func() string {
 		for _, name := range []string{"web", "client"} {
-			if runningContainer(t, a, name) == "" {
+			if len(runningContainers(t, a, name)) == 0 {
 				return name + " is not running"
 			}
 		}
@@ -118,30 +118,32 @@ func TestOfflineReboot(t *testing.T) {
 	})
 }
 
-// runningContainer is the ID of the running container named name in the
-// agent's containerd ("" when there is none).
-func runningContainer(t *testing.T, a *Agent, name string) string {
+// runningContainers are the IDs of the running containers named name in
+// the agent's containerd.
+func runningContainers(t testing.TB, a *Agent, name string) []string {
 	t.Helper()
-	ids := strings.Fields(ctr(t, a.DataDir, "containers", "ls", "-q", fmt.Sprintf(`labels."io.kubernetes.container.name"==%s`, name)))
-	tasks := ctr(t, a.DataDir, "tasks", "ls")
-	for _, id := range ids {
-		for _, line := range strings.Split(tasks, "\n") {
-			if f := strings.Fields(line); len(f) >= 3 && f[0] == id && f[2] == "RUNNING" {
-				return id
-			}
+	ids := map[string]bool{}
+	for _, id := range strings.Fields(ctr(t, a.DataDir, "containers", "ls", "-q", fmt.Sprintf(`labels."io.kubernetes.container.name"==%s`, name))) {
+		ids[id] = true
+	}
+	var running []string
+	for _, line := range strings.Split(ctr(t, a.DataDir, "tasks", "ls"), "\n") {
+		if f := strings.Fields(line); len(f) >= 3 && ids[f[0]] && f[2] == "RUNNING" {
+			running = append(running, f[0])
 		}
 	}
-	return ""
+	return running
 }
 
 // askWeb is what the client pod gets from http://web.default.svc.cluster.local/,
 // asked inside its container through containerd (no server needed).
 func askWeb(t *testing.T, a *Agent) string {
 	t.Helper()
-	id := runningContainer(t, a, "client")
-	if id == "" {
+	ids := runningContainers(t, a, "client")
+	if len(ids) == 0 {
 		return "(the client is not running)"
 	}
+	id := ids[0]
 	sock := filepath.Join(agent.ContainerdState(a.DataDir), "containerd.sock")
 	out, err := exec.Command(orchBin, "ctr", "--address", sock, "--namespace", "k8s.io", "tasks", "exec", "--exec-id", fmt.Sprintf("ask-%d", time.Now().UnixNano()), id,
 		"sh", "-c", "timeout 5 wget -O- http://web.default.svc.cluster.local/ 2>/dev/null").CombinedOutput()

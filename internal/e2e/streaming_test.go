@@ -72,36 +72,11 @@ func TestKubectlStreaming(t *testing.T) {
 		if r.Code != 7 {
 			t.Errorf("kubectl exec of exit 7 exited %d; stderr %q", r.Code, r.Stderr)
 		}
-		// -it needs a terminal: script(1) gives kubectl one.
-		cmd := exec.Command("script", "-qec", orchBin+" kubectl exec -it web -- sh -c 'tty; echo interactive-ok'", "/dev/null")
-		cmd.Env = s.kubectlEnv(nil)
-		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "/dev/pts/") || !strings.Contains(string(out), "interactive-ok") {
-			t.Errorf("kubectl exec -it: %v\n%s", err, out)
-		}
+		execInteractive(t, s, "web")
 	})
 
 	t.Run("portForward", func(t *testing.T) {
-		port := envtest.FreePort(t)
-		pf := s.StartKubectl(t, "port-forward", "pod/web", strconv.Itoa(port)+":8080")
-		pf.WaitFor(t, 30*time.Second, func(out string) string {
-			if !strings.Contains(out, "Forwarding from") {
-				return "port-forward not ready: " + out
-			}
-			return ""
-		})
-		for i := 0; i < 3; i++ { // several connections over one forward
-			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/index.html", port))
-			if err != nil {
-				t.Fatalf("GET through port-forward: %v\nkubectl: %s", err, pf.Output())
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if string(body) != "hello-from-httpd\n" {
-				t.Errorf("GET through port-forward = %d %q", resp.StatusCode, body)
-			}
-		}
-		pf.Stop()
+		portForwardGet(t, s, "web", 3, "hello-from-httpd\n") // several connections over one forward
 	})
 
 	t.Run("top", func(t *testing.T) {
@@ -162,4 +137,42 @@ func TestKubectlStreaming(t *testing.T) {
 			t.Errorf("kubectl logs -c dbg = %q", out)
 		}
 	})
+}
+
+// execInteractive runs `kubectl exec -it pod` in a terminal (script(1)
+// gives kubectl one) and checks the shell had one.
+func execInteractive(t *testing.T, s *Server, pod string) {
+	t.Helper()
+	cmd := exec.Command("script", "-qec", orchBin+" kubectl exec -it "+pod+" -- sh -c 'tty; echo interactive-ok'", "/dev/null")
+	cmd.Env = s.kubectlEnv(nil)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "/dev/pts/") || !strings.Contains(string(out), "interactive-ok") {
+		t.Errorf("kubectl exec -it: %v\n%s", err, out)
+	}
+}
+
+// portForwardGet forwards a local port to pod's 8080 with kubectl
+// port-forward and GETs /index.html through it n times, each answer want.
+func portForwardGet(t *testing.T, s *Server, pod string, n int, want string) {
+	t.Helper()
+	port := envtest.FreePort(t)
+	pf := s.StartKubectl(t, "port-forward", "pod/"+pod, strconv.Itoa(port)+":8080")
+	defer pf.Stop()
+	pf.WaitFor(t, 30*time.Second, func(out string) string {
+		if !strings.Contains(out, "Forwarding from") {
+			return "port-forward not ready: " + out
+		}
+		return ""
+	})
+	for range n {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/index.html", port))
+		if err != nil {
+			t.Fatalf("GET through port-forward: %v\nkubectl: %s", err, pf.Output())
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != want {
+			t.Errorf("GET through port-forward = %d %q, want %q", resp.StatusCode, body, want)
+		}
+	}
 }

@@ -31,6 +31,7 @@ import (
 	"orch/internal/run"
 	"orch/internal/sdnotify"
 	"orch/internal/storage"
+	"orch/internal/tunnel"
 	"orch/internal/version"
 	builtin "orch/manifests"
 )
@@ -109,6 +110,8 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	agentTunnels := tunnels{reg: tunnel.NewRegistry(log.With("component", "tunnels"))}
+	kubeletClient.Tunnel = agentTunnels.dial
 	loopback, err := loopbackConfig(p, bundle)
 	if err != nil {
 		return err
@@ -178,7 +181,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if (p.Audit.PolicyFile == "") != (p.Audit.Path == "") {
 		log.Warn("the audit log is off: it needs both --audit-policy-file and --audit-log-path")
 	}
-	handler := filters.Recover(log, filters.Timeout(p.RequestTimeout, joins.wrap(filters.Authenticate(api, api, filters.AuditFailures(auditor), filters.Audit(auditor, filters.MaxInFlight(p.Limits, api))))))
+	handler := filters.Recover(log, agentTunnels.wrap(filters.Timeout(p.RequestTimeout, joins.wrap(filters.Authenticate(api, api, filters.AuditFailures(auditor), filters.Audit(auditor, filters.MaxInFlight(p.Limits, api)))))))
 	httpServer := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 90 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	go func() {
 		ready := waitReady(ctx, url, bundle)

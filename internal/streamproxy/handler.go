@@ -1,9 +1,11 @@
 package streamproxy
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"time"
@@ -41,6 +43,17 @@ type Backend struct {
 	TLS *tls.Config
 	// Log receives proxy errors; nil discards them.
 	Log *slog.Logger
+	// Dial connects to the backend; nil: a plain dial.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// transport is Transport for b.
+func (b Backend) transport() *http.Transport {
+	t := Transport(b.TLS)
+	if b.Dial != nil {
+		t.DialContext = b.Dial
+	}
+	return t
 }
 
 // Handler proxies one streaming request of kind to b: WebSocket v5 exec and
@@ -65,7 +78,7 @@ func Handler(kind Kind, b Backend, opts Options) http.Handler {
 // Upgrade is apimachinery's UpgradeAwareHandler towards b.Location, with
 // the upgrade required and redirects refused.
 func Upgrade(b Backend) http.Handler {
-	h := proxy.NewUpgradeAwareHandler(b.Location, Transport(b.TLS), false, true, responder{b.Log})
+	h := proxy.NewUpgradeAwareHandler(b.Location, b.transport(), false, true, responder{b.Log})
 	h.RejectForwardingRedirects = true
 	return h
 }

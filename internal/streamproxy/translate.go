@@ -135,8 +135,12 @@ func translate(w http.ResponseWriter, r *http.Request, b Backend, opts Options) 
 	}
 	defer ws.conn.Close()
 
-	rt, err := spdy.NewRoundTripperWithConfig(spdy.RoundTripperConfig{TLS: b.TLS, PingPeriod: spdyPingPeriod,
-		Proxier: func(*http.Request) (*url.URL, error) { return nil, nil }})
+	config := spdy.RoundTripperConfig{TLS: b.TLS, PingPeriod: spdyPingPeriod,
+		Proxier: func(*http.Request) (*url.URL, error) { return nil, nil }}
+	if b.Dial != nil { // then the transport dials, with TLS and no proxy
+		config = spdy.RoundTripperConfig{PingPeriod: spdyPingPeriod, UpgradeTransport: b.transport()}
+	}
+	rt, err := spdy.NewRoundTripperWithConfig(config)
 	if err != nil {
 		ws.writeStatus(apierrors.NewInternalError(err).ErrStatus)
 		return

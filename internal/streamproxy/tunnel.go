@@ -36,7 +36,7 @@ func tunnel(w http.ResponseWriter, r *http.Request, b Backend) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
-	backend, err := proxy.DialURL(ctx, b.Location, Transport(b.TLS))
+	backend, err := proxy.DialURL(ctx, b.Location, b.transport())
 	cancel()
 	if err != nil {
 		responder{b.Log}.Error(w, r, fmt.Errorf("dial %s: %w", b.Location.Host, err))
