@@ -231,9 +231,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 
 	// The tunnel lets the server reach the kubelet API when it cannot
 	// dial the node (NAT, a firewall).
-	tunnelTLS := creds.ClientTLSConfig()
-	tunnelTLS.ServerName = "kubernetes" // the name every server's certificate has
-	agentTunnel := &tunnel.Agent{Server: creds.Server, TLS: tunnelTLS, Dial: creds.Servers().DialContext,
+	agentTunnel := &tunnel.Agent{Server: creds.Server, TLS: creds.ClientTLSConfig(), Dial: creds.Servers().DialContext,
 		Local: net.JoinHostPort("127.0.0.1", strconv.Itoa(c.KubeletPort)), Log: log.With("component", "tunnel")}
 	components := []run.Named{{Name: "node certificates", Runnable: renewer}, {Name: "tunnel", Runnable: agentTunnel},
 		{Name: "servers", Runnable: run.Func(func(ctx context.Context) error { return creds.Servers().FollowServers(ctx, client) })}}

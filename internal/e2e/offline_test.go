@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"orch/internal/agent"
 	"orch/internal/kubelet/images"
 )
 
@@ -144,11 +141,10 @@ func askWeb(t *testing.T, a *Agent) string {
 		return "(the client is not running)"
 	}
 	id := ids[0]
-	sock := filepath.Join(agent.ContainerdState(a.DataDir), "containerd.sock")
-	out, err := exec.Command(orchBin, "ctr", "--address", sock, "--namespace", "k8s.io", "tasks", "exec", "--exec-id", fmt.Sprintf("ask-%d", time.Now().UnixNano()), id,
-		"sh", "-c", "timeout 5 wget -O- http://web.default.svc.cluster.local/ 2>/dev/null").CombinedOutput()
+	out, err := ctrOutput(a.DataDir, "tasks", "exec", "--exec-id", fmt.Sprintf("ask-%d", time.Now().UnixNano()), id,
+		"sh", "-c", "timeout 5 wget -O- http://web.default.svc.cluster.local/ 2>/dev/null")
 	var lines []string
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		if !strings.Contains(line, "level=warning") { // containerd's word on cgroup v1
 			lines = append(lines, line)
 		}

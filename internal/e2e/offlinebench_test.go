@@ -65,7 +65,6 @@ spec:
 		return ""
 	}
 	eventually(b, 3*time.Minute, allUp)
-	time.Sleep(2 * time.Second) // the store records the last statuses
 	for range b.N {
 		s.Stop()
 		a.Stop()

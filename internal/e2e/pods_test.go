@@ -150,9 +150,17 @@ func ctr(t testing.TB, dataDir string, args ...string) string {
 		}
 		return ""
 	})
-	out, err := exec.Command(orchBin, append([]string{"ctr", "--address", sock, "--namespace", "k8s.io"}, args...)...).CombinedOutput()
+	out, err := ctrOutput(dataDir, args...)
 	if err != nil {
 		t.Fatalf("ctr %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return string(out)
+	return out
+}
+
+// ctrOutput is ctr that leaves a failure to its caller: what ctr wrote
+// (stdout and stderr) and how it exited. It does not wait for the socket.
+func ctrOutput(dataDir string, args ...string) (string, error) {
+	sock := filepath.Join(agent.ContainerdState(dataDir), "containerd.sock")
+	out, err := exec.Command(orchBin, append([]string{"ctr", "--address", sock, "--namespace", "k8s.io"}, args...)...).CombinedOutput()
+	return string(out), err
 }

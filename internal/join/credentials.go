@@ -127,6 +127,9 @@ func (c *Credentials) clientTLSConfig(current func() *tls.Certificate) *tls.Conf
 	return &tls.Config{
 		RootCAs:    c.caPool,
 		MinVersion: tls.VersionTLS12,
+		// Connections go to whichever server answers (see Servers): the
+		// name every server's certificate has is checked.
+		ServerName: "kubernetes",
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			return current(), nil
 		},
@@ -172,7 +175,6 @@ func (c *Credentials) RESTConfigFor(user string) *rest.Config {
 }
 
 func (c *Credentials) restConfig(tlsConfig *tls.Config, userAgent string) *rest.Config {
-	tlsConfig.ServerName = "kubernetes"
 	transport := utilnet.SetTransportDefaults(&http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
 		TLSHandshakeTimeout: 10 * time.Second,

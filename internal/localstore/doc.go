@@ -18,11 +18,14 @@
 //     file (KeyFile).
 //   - When a request finds the server unreachable (no connection, or a
 //     502/503/504), lists and GETs are answered from the store (with the
-//     FromStoreHeader), and so are tokens that have not expired; for ten
-//     seconds after that, without asking. Watches always go to the server:
-//     an informer whose list came from the store keeps trying to watch
-//     from the stored resource version, and when the server is back it
-//     resumes from there (or lists again), and the API's view wins.
+//     FromStoreHeader), and so are tokens that have not expired and
+//     watches with initial events (how informers list: the collection, its
+//     bookmark, then an open stream until the server answers again); for
+//     ten seconds after that, without asking. A watch from a resource
+//     version always goes to the server: an informer whose list came from
+//     the store keeps trying to watch from the stored version, and when
+//     the server is back it resumes from there (or lists again), and the
+//     API's view wins.
 //
 // Writes are queued and committed in batches by one goroutine, each batch
 // one bbolt transaction, so a crash at any point leaves the last committed

@@ -14,7 +14,7 @@ import (
 func (s *Store) collect(tx *bolt.Tx) error {
 	var pods []corev1.Pod
 	err := tx.Bucket(collectionsBucket).ForEachBucket(func(k []byte) error {
-		if p, ok := parsePath(strings.SplitN(string(k), "?", 2)[0]); !ok || p.resource != "pods" {
+		if !podsCollection(string(k)) {
 			return nil
 		}
 		return tx.Bucket(collectionsBucket).Bucket(k).Bucket(itemsBucket).ForEach(func(_, v []byte) error {
@@ -66,6 +66,13 @@ func (s *Store) collect(tx *bolt.Tx) error {
 		var rec tokenRecord
 		return err == nil && json.Unmarshal(raw, &rec) == nil && now.Before(rec.Expires)
 	})
+}
+
+// podsCollection is true for the key of a collection of pods.
+func podsCollection(key string) bool {
+	path, _, _ := strings.Cut(key, "?")
+	p, ok := parsePath(path)
+	return ok && p.resource == "pods"
 }
 
 // deleteUnless deletes the keys of b that keep is false for.

@@ -20,8 +20,6 @@ const (
 // request is a classified API request.
 type request struct {
 	kind kind
-	// resource is the plural resource name ("pods", "secrets").
-	resource string
 	// key names what is recorded: the object's path for get and token
 	// (token adds the request's spec), the collection's path and
 	// selectors for list and watch.
@@ -67,18 +65,18 @@ func classify(r *http.Request) request {
 	q := r.URL.Query()
 	switch {
 	case r.Method == http.MethodPost && p.resource == "serviceaccounts" && p.name != "" && p.subresource == "token":
-		return request{kind: token, resource: "tokens", key: r.URL.Path, sealed: true}
+		return request{kind: token, key: r.URL.Path, sealed: true}
 	case r.Method != http.MethodGet || p.subresource != "":
 		return request{}
 	case p.name != "":
 		if !objects[p.resource] {
 			return request{}
 		}
-		return request{kind: get, resource: p.resource, key: r.URL.Path, sealed: p.resource == "secrets"}
+		return request{kind: get, key: r.URL.Path, sealed: p.resource == "secrets"}
 	case !collections[p.resource]:
 		return request{}
 	}
-	req := request{kind: list, resource: p.resource, key: collectionKey(r.URL.Path, q)}
+	req := request{kind: list, key: collectionKey(r.URL.Path, q)}
 	if q.Get("watch") == "true" || q.Get("watch") == "1" {
 		req.kind = watch
 		req.initialEvents = q.Get("sendInitialEvents") == "true"

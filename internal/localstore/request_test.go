@@ -12,18 +12,18 @@ func TestClassify(t *testing.T) {
 		want        request
 	}{
 		{"GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dn1&resourceVersion=0&limit=500",
-			request{kind: list, resource: "pods", key: "/api/v1/pods?fieldSelector=spec.nodeName=n1"}},
+			request{kind: list, key: "/api/v1/pods?fieldSelector=spec.nodeName=n1"}},
 		{"GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dn1&continue=abc",
-			request{kind: list, resource: "pods", key: "/api/v1/pods?fieldSelector=spec.nodeName=n1", page: true}},
+			request{kind: list, key: "/api/v1/pods?fieldSelector=spec.nodeName=n1", page: true}},
 		{"GET", "/api/v1/pods?watch=true&fieldSelector=spec.nodeName%3Dn1&resourceVersion=12&allowWatchBookmarks=true",
-			request{kind: watch, resource: "pods", key: "/api/v1/pods?fieldSelector=spec.nodeName=n1", resourceVersion: "12"}},
+			request{kind: watch, key: "/api/v1/pods?fieldSelector=spec.nodeName=n1", resourceVersion: "12"}},
 		{"GET", "/apis/discovery.k8s.io/v1/endpointslices?watch=1&sendInitialEvents=true&labelSelector=a%3Db",
-			request{kind: watch, resource: "endpointslices", key: "/apis/discovery.k8s.io/v1/endpointslices?labelSelector=a=b", initialEvents: true}},
-		{"GET", "/api/v1/namespaces/ns/secrets/s1", request{kind: get, resource: "secrets", key: "/api/v1/namespaces/ns/secrets/s1", sealed: true}},
-		{"GET", "/api/v1/namespaces/ns/configmaps/c1", request{kind: get, resource: "configmaps", key: "/api/v1/namespaces/ns/configmaps/c1"}},
-		{"GET", "/api/v1/nodes/n1", request{kind: get, resource: "nodes", key: "/api/v1/nodes/n1"}},
+			request{kind: watch, key: "/apis/discovery.k8s.io/v1/endpointslices?labelSelector=a=b", initialEvents: true}},
+		{"GET", "/api/v1/namespaces/ns/secrets/s1", request{kind: get, key: "/api/v1/namespaces/ns/secrets/s1", sealed: true}},
+		{"GET", "/api/v1/namespaces/ns/configmaps/c1", request{kind: get, key: "/api/v1/namespaces/ns/configmaps/c1"}},
+		{"GET", "/api/v1/nodes/n1", request{kind: get, key: "/api/v1/nodes/n1"}},
 		{"POST", "/api/v1/namespaces/ns/serviceaccounts/default/token",
-			request{kind: token, resource: "tokens", key: "/api/v1/namespaces/ns/serviceaccounts/default/token", sealed: true}},
+			request{kind: token, key: "/api/v1/namespaces/ns/serviceaccounts/default/token", sealed: true}},
 		// Not the store's business.
 		{"GET", "/api/v1/namespaces/ns/secrets", request{}},   // no Secret lists are kept
 		{"GET", "/api/v1/namespaces/ns/events/e1", request{}}, // nor events

@@ -79,8 +79,8 @@ type Store struct {
 	recording map[string]bool
 	// held is closed when the server answers again (see reachable).
 	held chan struct{}
-	// changed is set by writes to collections and cleared by a
-	// garbage collection.
+	// changed is set by writes to collections of pods (what decides
+	// which objects are used) and cleared by a garbage collection.
 	changed bool
 
 	// offlineUntil is when the store stops answering reads without
@@ -184,7 +184,7 @@ type writeOp struct {
 }
 
 // write commits queued writes, as many as are waiting in one
-// transaction, and drops unused objects after collections changed.
+// transaction, and drops unused objects after pods changed.
 func (s *Store) write(gcInterval time.Duration) {
 	defer close(s.stopped)
 	gc := time.NewTicker(gcInterval)
@@ -293,7 +293,7 @@ func (s *Store) open(v []byte) ([]byte, error) {
 func (s *Store) replace(key string, m collectionMeta, items map[string][]byte) {
 	s.mu.Lock()
 	s.rvs[key] = m.ResourceVersion
-	s.changed = true
+	s.changed = s.changed || podsCollection(key)
 	s.mu.Unlock()
 	s.enqueue(func(tx *bolt.Tx) error {
 		all := tx.Bucket(collectionsBucket)
@@ -355,7 +355,7 @@ func (s *Store) apply(key string, ev event) {
 	if !newer(s.rvs[key], ev.rv) {
 		s.rvs[key] = ev.rv
 	}
-	s.changed = true
+	s.changed = s.changed || podsCollection(key)
 	s.mu.Unlock()
 	s.enqueue(func(tx *bolt.Tx) error {
 		b := tx.Bucket(collectionsBucket).Bucket([]byte(key))

@@ -55,58 +55,21 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := classify(req)
 	switch r.kind {
 	case passThrough:
-		resp, err := t.next.RoundTrip(req)
-		if !unreachable(req, resp, err) && err == nil {
-			t.s.reachable()
-		}
-		return resp, err
-	case watch:
-		if r.initialEvents && t.s.offline() {
-			if resp, ok := t.s.watchAnswer(req, r); ok {
-				return resp, nil
-			}
-		}
-		resp, err := t.next.RoundTrip(req)
-		if unreachable(req, resp, err) {
-			t.s.wentOffline()
-			if stored, ok := t.s.watchAnswer(req, r); ok {
-				if resp != nil {
-					resp.Body.Close()
-				}
-				return stored, nil
-			}
-			return resp, err
-		}
-		if err == nil {
-			t.s.reachable()
-			if resp.StatusCode == http.StatusOK && isJSON(resp) {
-				resp.Body = t.s.recordWatch(r, resp.Body)
-			}
-		}
+		resp, _, err := t.ask(req, func() (*http.Response, bool) { return nil, false })
 		return resp, err
 	case token:
 		return t.token(req, r)
-	}
-	if t.s.offline() {
-		if resp, ok := t.s.answer(req, r); ok {
-			return resp, nil
-		}
-	}
-	resp, err := t.next.RoundTrip(req)
-	if unreachable(req, resp, err) {
-		t.s.wentOffline()
-		if stored, ok := t.s.answer(req, r); ok {
-			if resp != nil {
-				resp.Body.Close()
-			}
-			return stored, nil
+	case watch:
+		resp, fromServer, err := t.ask(req, func() (*http.Response, bool) { return t.s.watchAnswer(req, r) })
+		if fromServer && resp.StatusCode == http.StatusOK && isJSON(resp) {
+			resp.Body = t.s.recordWatch(r, resp.Body)
 		}
 		return resp, err
 	}
-	if err != nil {
+	resp, fromServer, err := t.ask(req, func() (*http.Response, bool) { return t.s.answer(req, r) })
+	if !fromServer {
 		return resp, err
 	}
-	t.s.reachable()
 	switch {
 	case resp.StatusCode == http.StatusNotFound && r.kind == get:
 		t.s.deleteObject(r.key)
@@ -122,6 +85,34 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, nil
+}
+
+// ask sends req to the server, unless the store is offline and stored
+// has an answer; when the server cannot be reached, stored's answer (if
+// any) stands in for the failure. fromServer is true for the server's
+// answer, which also ends the store's offline answers.
+func (t *transport) ask(req *http.Request, stored func() (*http.Response, bool)) (resp *http.Response, fromServer bool, err error) {
+	if t.s.offline() {
+		if answer, ok := stored(); ok {
+			return answer, false, nil
+		}
+	}
+	resp, err = t.next.RoundTrip(req)
+	if unreachable(req, resp, err) {
+		t.s.wentOffline()
+		if answer, ok := stored(); ok {
+			if resp != nil {
+				resp.Body.Close()
+			}
+			return answer, false, nil
+		}
+		return resp, false, err
+	}
+	if err != nil {
+		return resp, false, err
+	}
+	t.s.reachable()
+	return resp, true, nil
 }
 
 // token records TokenRequest answers and gives the stored one, while it
@@ -142,35 +133,15 @@ func (t *transport) token(req *http.Request, r request) (*http.Response, error) 
 	if err != nil { // not a TokenRequest the store understands: the server says why
 		return t.next.RoundTrip(out)
 	}
-	stored := func() (*http.Response, bool) {
+	resp, fromServer, err := t.ask(out, func() (*http.Response, bool) {
 		body, ok, err := t.s.token(key)
 		if err != nil {
 			t.s.log.Warn("local store: cannot read a token", "key", r.key, "err", err)
 		}
 		return fromStore(req, http.StatusCreated, body), ok
-	}
-	if t.s.offline() {
-		if resp, ok := stored(); ok {
-			return resp, nil
-		}
-	}
-	resp, err := t.next.RoundTrip(out)
-	if unreachable(req, resp, err) {
-		t.s.wentOffline()
-		if answer, ok := stored(); ok {
-			if resp != nil {
-				resp.Body.Close()
-			}
-			return answer, nil
-		}
+	})
+	if !fromServer || resp.StatusCode != http.StatusCreated || !isJSON(resp) {
 		return resp, err
-	}
-	if err != nil {
-		return resp, err
-	}
-	t.s.reachable()
-	if resp.StatusCode != http.StatusCreated || !isJSON(resp) {
-		return resp, nil
 	}
 	body, whole, err := readBody(resp)
 	if err != nil || !whole {

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
@@ -17,12 +18,11 @@ import (
 	"orch/internal/simnode"
 )
 
-// TestSilentNodeIsTaintedAndItsPodsEvicted is acceptance item 5 with the
-// grace period shortened to 2 s: a node whose heartbeats stop becomes
-// Unknown, gets the unreachable taints, and its pods are deleted once their
-// toleration (1 s here, 300 s by default) runs out; a pod that tolerates the
-// taint forever stays.
-func TestSilentNodeIsTaintedAndItsPodsEvicted(t *testing.T) {
+// startLifecycle runs the controller, with the grace period shortened to
+// 2 s, and nodes simulated with a Lease renewed every 200 ms (until
+// StopHeartbeat), until the test ends.
+func startLifecycle(t *testing.T, nodes ...simnode.Node) (kubernetes.Interface, *simnode.Simulator) {
+	t.Helper()
 	env := controllertest.New(t, "app", corev1.NamespaceNodeLease)
 	c, err := nodelifecycle.New(env.Context)
 	if err != nil {
@@ -31,14 +31,23 @@ func TestSilentNodeIsTaintedAndItsPodsEvicted(t *testing.T) {
 	c.Grace, c.Monitor = 2*time.Second, 200*time.Millisecond
 	sim := simnode.New(env.Context.Client, env.Context.Log)
 	sim.LeaseInterval = 200 * time.Millisecond
-	ctx := t.Context()
-	for _, name := range []string{"n1", "n2"} {
-		if err := sim.Add(ctx, simnode.Node{Name: name}); err != nil {
+	for _, n := range nodes {
+		if err := sim.Add(t.Context(), n); err != nil {
 			t.Fatal(err)
 		}
 	}
 	env.Start(t, c, sim)
-	client := env.Context.Client
+	return env.Context.Client, sim
+}
+
+// TestSilentNodeIsTaintedAndItsPodsEvicted is acceptance item 5 with the
+// grace period shortened to 2 s: a node whose heartbeats stop becomes
+// Unknown, gets the unreachable taints, and its pods are deleted once their
+// toleration (1 s here, 300 s by default) runs out; a pod that tolerates the
+// taint forever stays.
+func TestSilentNodeIsTaintedAndItsPodsEvicted(t *testing.T) {
+	client, sim := startLifecycle(t, simnode.Node{Name: "n1"}, simnode.Node{Name: "n2"})
+	ctx := t.Context()
 	pod := func(name string, seconds *int64) {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{NodeName: "n1",
 			Containers:  []corev1.Container{{Name: "c", Image: "i"}},
@@ -92,23 +101,9 @@ func TestSilentNodeIsTaintedAndItsPodsEvicted(t *testing.T) {
 // unreachable NoSchedule, but not NoExecute: its pod stays, while the same
 // pod on an ordinary silent node is evicted.
 func TestSilentAutonomousNodeKeepsItsPods(t *testing.T) {
-	env := controllertest.New(t, "app", corev1.NamespaceNodeLease)
-	c, err := nodelifecycle.New(env.Context)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Grace, c.Monitor = 2*time.Second, 200*time.Millisecond
-	sim := simnode.New(env.Context.Client, env.Context.Log)
-	sim.LeaseInterval = 200 * time.Millisecond
+	client, sim := startLifecycle(t, simnode.Node{Name: "edge", Labels: map[string]string{nodelifecycle.AutonomousLabel: "true"}},
+		simnode.Node{Name: "plain"}, simnode.Node{Name: "healthy"})
 	ctx := t.Context()
-	nodes := []simnode.Node{{Name: "edge", Labels: map[string]string{nodelifecycle.AutonomousLabel: "true"}}, {Name: "plain"}, {Name: "healthy"}}
-	for _, n := range nodes {
-		if err := sim.Add(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env.Start(t, c, sim)
-	client := env.Context.Client
 	for _, node := range []string{"edge", "plain"} {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "on-" + node}, Spec: corev1.PodSpec{NodeName: node,
 			Containers:  []corev1.Container{{Name: "c", Image: "i"}},
@@ -118,9 +113,7 @@ func TestSilentAutonomousNodeKeepsItsPods(t *testing.T) {
 	envtest.EventuallyTrue(t, "the pods to be ready", func() bool {
 		for _, name := range []string{"on-edge", "on-plain"} {
 			p, err := client.CoreV1().Pods("app").Get(ctx, name, metav1.GetOptions{})
-			if err != nil || !slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
-				return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
-			}) {
+			if err != nil || !readyIs(p, corev1.ConditionTrue) {
 				return false
 			}
 		}
@@ -151,9 +144,14 @@ func TestSilentAutonomousNodeKeepsItsPods(t *testing.T) {
 	// sending it traffic from elsewhere.
 	envtest.EventuallyTrue(t, "the autonomous node's pod to be marked not ready", func() bool {
 		p, err := client.CoreV1().Pods("app").Get(ctx, "on-edge", metav1.GetOptions{})
-		return err == nil && slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
-			return c.Type == corev1.PodReady && c.Status == corev1.ConditionFalse
-		})
+		return err == nil && readyIs(p, corev1.ConditionFalse)
+	})
+}
+
+// readyIs is true when pod's Ready condition has status.
+func readyIs(pod *corev1.Pod, status corev1.ConditionStatus) bool {
+	return slices.ContainsFunc(pod.Status.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.PodReady && c.Status == status
 	})
 }
 
