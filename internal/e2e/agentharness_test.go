@@ -193,16 +193,26 @@ func writeBusyboxImage(t testing.TB, dataDir string) {
 // cleanUpRuntime removes what the runtime of the agent with dataDir left
 // after the agent stopped: the shims of running containers (an agent
 // leaves its pods running, by design), mounts under its directories, its
-// runtime state and the pod bridge.
+// runtime state, the pods' network namespaces (their veths go with them,
+// as at a reboot) and the pod bridge.
 func cleanUpRuntime(t testing.TB, dataDir string) {
 	state := agent.ContainerdState(dataDir)
+	runtime := map[int]bool{}
 	for _, p := range processesMentioning(state) {
 		pid, _, _ := strings.Cut(p, ":")
 		if n, err := strconv.Atoi(pid); err == nil {
-			syscall.Kill(n, syscall.SIGKILL)
+			runtime[n] = true
 		}
 	}
-	time.Sleep(200 * time.Millisecond) // the killed shims' children go with them
+	containers, podNetns := children(runtime)
+	for _, pid := range containers { // a container outlives its shim
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for pid := range runtime {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	removeNetns(podNetns)
+	time.Sleep(200 * time.Millisecond) // the killed processes let go of their mounts
 	data, _ := os.ReadFile("/proc/self/mountinfo")
 	var mounts []string
 	for _, line := range strings.Split(string(data), "\n") {
@@ -216,4 +226,46 @@ func cleanUpRuntime(t testing.TB, dataDir string) {
 	}
 	os.RemoveAll(state)
 	exec.Command("ip", "link", "del", network.DefaultBridgeName).Run()
+}
+
+// children is the processes whose parent is in parents (the shims'
+// containers, pause among them) and the inodes of their network
+// namespaces.
+func children(parents map[int]bool) ([]int, map[uint64]bool) {
+	var pids []int
+	netns := map[uint64]bool{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		status, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			ppid, ok := strings.CutPrefix(line, "PPid:")
+			if n, err := strconv.Atoi(strings.TrimSpace(ppid)); ok && err == nil && parents[n] {
+				pid, _ := strconv.Atoi(e.Name())
+				pids = append(pids, pid)
+				var st syscall.Stat_t
+				if syscall.Stat(filepath.Join("/proc", e.Name(), "ns", "net"), &st) == nil {
+					netns[st.Ino] = true
+				}
+			}
+		}
+	}
+	return pids, netns
+}
+
+// removeNetns unmounts and removes the CNI network namespaces under
+// /run/netns whose inode is in inodes.
+func removeNetns(inodes map[uint64]bool) {
+	entries, _ := os.ReadDir("/run/netns")
+	for _, e := range entries {
+		path := filepath.Join("/run/netns", e.Name())
+		var st syscall.Stat_t
+		if !strings.HasPrefix(e.Name(), "cni-") || syscall.Stat(path, &st) != nil || !inodes[st.Ino] {
+			continue
+		}
+		syscall.Unmount(path, syscall.MNT_DETACH)
+		os.Remove(path)
+	}
 }
