@@ -135,6 +135,18 @@ func (a *Agent) Stop() {
 	}
 }
 
+// Kill kills the agent with SIGKILL (its containerd follows, by its
+// parent-death signal) and waits for it to exit.
+func (a *Agent) Kill() {
+	a.t.Helper()
+	if a.cmd == nil {
+		return
+	}
+	a.cmd.Process.Kill()
+	<-a.exited
+	a.cmd = nil
+}
+
 // Alive fails the test if the agent exited.
 func (a *Agent) Alive() {
 	a.t.Helper()

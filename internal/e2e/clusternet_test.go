@@ -44,11 +44,7 @@ func startNetCluster(t *testing.T, backend string, subnet int) *netCluster {
 	t.Helper()
 	requireRuntime(t)
 	c := &netCluster{hostIP: fmt.Sprintf("10.199.%d.1", subnet), ip: map[string]string{}, netns: map[string]string{}, agent: map[string]*Agent{}}
-	bridge := fmt.Sprintf("oebr%d", os.Getpid()%100000)
-	mustRun(t, "ip", "link", "add", bridge, "type", "bridge")
-	t.Cleanup(func() { exec.Command("ip", "link", "del", bridge).Run() })
-	mustRun(t, "ip", "addr", "add", c.hostIP+"/24", "dev", bridge)
-	mustRun(t, "ip", "link", "set", bridge, "up")
+	bridge := makeBridge(t, "oebr", c.hostIP)
 	startTestResolver(t, c.hostIP)
 	resolvConf := filepath.Join(t.TempDir(), "resolv.conf")
 	if err := os.WriteFile(resolvConf, []byte("nameserver "+c.hostIP+"\n"), 0o644); err != nil {
@@ -82,6 +78,18 @@ func startNetCluster(t *testing.T, backend string, subnet int) *netCluster {
 		waitNodeReady(t, c.client, n)
 	}
 	return c
+}
+
+// makeBridge makes a bridge named prefix and the test's PID, with the
+// host at hostIP/24 on it; it goes when t ends.
+func makeBridge(t testing.TB, prefix, hostIP string) string {
+	t.Helper()
+	bridge := fmt.Sprintf("%s%d", prefix, os.Getpid()%100000)
+	mustRun(t, "ip", "link", "add", bridge, "type", "bridge")
+	t.Cleanup(func() { exec.Command("ip", "link", "del", bridge).Run() })
+	mustRun(t, "ip", "addr", "add", hostIP+"/24", "dev", bridge)
+	mustRun(t, "ip", "link", "set", bridge, "up")
+	return bridge
 }
 
 // attachNetns makes network namespace netns with eth0 at ip/24 on the

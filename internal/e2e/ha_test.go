@@ -36,11 +36,7 @@ type haCluster struct {
 func startHACluster(t testing.TB, subnet int, withAgent bool, serverArgs ...string) *haCluster {
 	t.Helper()
 	hostIP := fmt.Sprintf("10.199.%d.1", subnet)
-	bridge := fmt.Sprintf("ohbr%d", os.Getpid()%100000)
-	mustRun(t, "ip", "link", "add", bridge, "type", "bridge")
-	t.Cleanup(func() { exec.Command("ip", "link", "del", bridge).Run() })
-	mustRun(t, "ip", "addr", "add", hostIP+"/24", "dev", bridge)
-	mustRun(t, "ip", "link", "set", bridge, "up")
+	bridge := makeBridge(t, "ohbr", hostIP)
 
 	c := &haCluster{}
 	for i := range 3 {
@@ -53,7 +49,7 @@ func startHACluster(t testing.TB, subnet int, withAgent bool, serverArgs ...stri
 		} else {
 			extra = append(extra, "--server", c.servers[0].URL(), "--token", c.token)
 		}
-		s := newServerIn(t, ns, ip, extra...)
+		s := newServerIn(t, ns, ip, false, extra...)
 		if i > 0 {
 			s.Port = c.servers[0].Port // servers of a cluster share the apiserver's port
 		}
@@ -73,14 +69,18 @@ func startHACluster(t testing.TB, subnet int, withAgent bool, serverArgs ...stri
 	return c
 }
 
-// newServerIn is a server (without an agent) in network namespace netns
-// at ip; it is stopped when t ends. Start it with Start.
-func newServerIn(t testing.TB, netns, ip string, extra ...string) *Server {
+// newServerIn is a server in network namespace netns at ip, withAgent
+// its own (node e2e-server, with the busybox test image); it is stopped
+// when t ends. Start it with Start.
+func newServerIn(t testing.TB, netns, ip string, withAgent bool, extra ...string) *Server {
 	dir := t.TempDir()
 	s := &Server{t: t, Dir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig.yaml"), bindAddress: "0.0.0.0",
-		extraArgs: extra, host: ip, wrap: inNetns(netns)}
+		extraArgs: extra, host: ip, wrap: inNetns(netns), WithAgent: withAgent}
 	s.pickPorts()
-	s.stopWhenDone(false)
+	if withAgent {
+		writeBusyboxImage(t, dir)
+	}
+	s.stopWhenDone(withAgent)
 	return s
 }
 

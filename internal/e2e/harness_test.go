@@ -104,7 +104,7 @@ func (s *Server) stopWhenDone(withAgent bool) {
 		}
 		if withAgent {
 			cleanUpRuntime(t, dir)
-			cleanUpNetwork(t, nil)
+			cleanUpNetwork(t, s.wrap)
 		}
 	})
 }

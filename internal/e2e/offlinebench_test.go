@@ -77,14 +77,14 @@ spec:
 		start := time.Now()
 		a.Start()
 		eventually(b, 3*time.Minute, func() string {
-			if got := len(runningContainers(b, a, "app")); got != n {
+			if got := len(runningContainers(b, a.DataDir, "app")); got != n {
 				return fmt.Sprintf("%d of %d containers running", got, n)
 			}
 			return ""
 		})
 		offline := time.Since(start)
 		running := map[string]bool{}
-		for _, id := range runningContainers(b, a, "app") {
+		for _, id := range runningContainers(b, a.DataDir, "app") {
 			running["containerd://"+id] = true
 		}
 		s.Start()

@@ -87,6 +87,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// WrappedRoundTripper lets client-go find the transport beneath to
+// cancel a request through.
+func (t *transport) WrappedRoundTripper() http.RoundTripper { return t.next }
+
 // ask sends req to the server, unless the store is offline and stored
 // has an answer; when the server cannot be reached, stored's answer (if
 // any) stands in for the failure. fromServer is true for the server's

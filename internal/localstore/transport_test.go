@@ -3,6 +3,7 @@ package localstore
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -115,6 +117,14 @@ func storedNames(t *testing.T, s *Store) map[string]string {
 	return out
 }
 
+// namespaceWithAccount makes namespace ns with its default service
+// account.
+func namespaceWithAccount(t *testing.T, admin kubernetes.Interface) {
+	t.Helper()
+	envtest.Create(t, admin.CoreV1().Namespaces().Create, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}})
+	envtest.Create(t, admin.CoreV1().ServiceAccounts("ns").Create, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+}
+
 // TestOfflineRestart records through the real apiserver, then restarts
 // the store with the server unreachable: the informer, a Secret's GET and
 // a token come from the store; when the link is back, the API's view
@@ -123,8 +133,7 @@ func TestOfflineRestart(t *testing.T) {
 	srv := envtest.Start(t)
 	admin := kubernetes.NewForConfigOrDie(srv.Config)
 	ctx := context.Background()
-	envtest.Create(t, admin.CoreV1().Namespaces().Create, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}})
-	envtest.Create(t, admin.CoreV1().ServiceAccounts("ns").Create, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+	namespaceWithAccount(t, admin)
 	envtest.Create(t, admin.CoreV1().Secrets("ns").Create, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"}, StringData: map[string]string{"k": "one"}})
 	pods := map[string]*corev1.Pod{}
 	for _, name := range []string{"p1", "p2"} {
@@ -207,4 +216,106 @@ func TestOfflineRestart(t *testing.T) {
 		got := storedNames(t, s)
 		return len(got) == 1 && got["p1"] == "2"
 	})
+}
+
+// clock is a test's clock, moved by hand.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// TestAwayForADay: a running agent's link is cut and its store's clock
+// moves 25 hours on (a day away, shortened). The informer keeps its pods;
+// the stored token, expired by then, is not handed out. Meanwhile the
+// API changes and etcd compacts past every revision the agent saw. With
+// the link back, the informer follows the API again and a token request
+// reaches the server for a fresh token.
+func TestAwayForADay(t *testing.T) {
+	srv := envtest.Start(t)
+	admin := kubernetes.NewForConfigOrDie(srv.Config)
+	ctx := context.Background()
+	namespaceWithAccount(t, admin)
+	var p1 *corev1.Pod
+	for _, name := range []string{"p1", "p2"} {
+		p := envtest.Create(t, admin.CoreV1().Pods("ns").Create, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"v": "1"}},
+			Spec:       corev1.PodSpec{NodeName: "n1", ServiceAccountName: "default", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+		})
+		if name == "p1" {
+			p1 = p
+		}
+	}
+	tokenRequest := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "p1", UID: p1.UID}}}
+
+	clk := &clock{now: time.Now()}
+	s, err := Open(t.TempDir(), Options{Log: envtest.Logger(), Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	l := &link{open: map[io.Closer]bool{}}
+	client := kubernetes.NewForConfigOrDie(agentConfig(srv.Config, l, s))
+	inf := podInformer(t, client)
+	tr, err := client.CoreV1().ServiceAccounts("ns").CreateToken(ctx, "default", tokenRequest, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	l.setCut(true)
+	clk.add(25 * time.Hour)
+	if _, err := client.CoreV1().ServiceAccounts("ns").CreateToken(ctx, "default", tokenRequest, metav1.CreateOptions{}); err == nil {
+		t.Fatal("a day away, the store handed out an expired token")
+	}
+	if got := names(inf); len(got) != 2 {
+		t.Fatalf("away, the informer has %v, want p1 and p2", got)
+	}
+
+	for v := range 3 {
+		envtest.Update(t, "p1", admin.CoreV1().Pods("ns").Get, admin.CoreV1().Pods("ns").Update, func(p *corev1.Pod) {
+			p.Labels["v"] = fmt.Sprint(v + 2)
+		})
+	}
+	if err := admin.CoreV1().Pods("ns").Delete(ctx, "p2", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := srv.Store.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Store.Compact(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+
+	l.setCut(false)
+	back := time.Now()
+	// The agent's next request that reaches the server (a Lease
+	// renewal, say) ends the store's answers.
+	if _, err := client.CoreV1().Namespaces().Get(ctx, "ns", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	envtest.EventuallyTrue(t, "the informer to follow the API again", func() bool {
+		got := names(inf)
+		return len(got) == 1 && got["p1"] == "4"
+	})
+	t.Logf("the informer followed the API %v after the link came back", time.Since(back).Round(time.Millisecond))
+	fresh, err := client.CoreV1().ServiceAccounts("ns").CreateToken(ctx, "default", tokenRequest, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.Status.Token == tr.Status.Token {
+		t.Error("back from a day away, the token is the old one")
+	}
 }

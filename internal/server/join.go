@@ -65,22 +65,23 @@ type joinHandler struct {
 	log         *slog.Logger
 }
 
-func newJoinHandler(bundle *pki.Bundle, tokens *jointoken.Holder, cluster join.Cluster, loopback *rest.Config, log *slog.Logger) (*joinHandler, error) {
+func newJoinHandler(bundle *pki.Bundle, tokens *jointoken.Holder, ownSecret string, cluster join.Cluster, loopback *rest.Config, log *slog.Logger) (*joinHandler, error) {
 	client, err := kubernetes.NewForConfig(loopback)
 	if err != nil {
 		return nil, err
 	}
-	own := make([]byte, 32)
-	if _, err := rand.Read(own); err != nil {
-		return nil, err
-	}
-	return &joinHandler{bundle: bundle, tokens: tokens, ownSecret: hex.EncodeToString(own),
+	return &joinHandler{bundle: bundle, tokens: tokens, ownSecret: ownSecret,
 		cluster: cluster, client: client, validity: pki.LeafValidity, log: log}, nil
 }
 
-// ownAgentToken is the token the server's own agent joins with.
-func (h *joinHandler) ownAgentToken() string {
-	return pki.FormatAgentToken(pki.CAHash(h.bundle.CACertPEM), h.ownSecret)
+// newOwnSecret makes the secret of the server's own agent (see
+// joinHandler.ownSecret).
+func newOwnSecret() (string, error) {
+	own := make([]byte, 32)
+	if _, err := rand.Read(own); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(own), nil
 }
 
 // wrap answers the join paths and hands every other request to next.

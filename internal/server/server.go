@@ -86,11 +86,22 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	etcd, err := storage.StartEtcd(etcdCfg)
+	own, err := newOwnSecret()
+	if err != nil {
+		return err
+	}
+	ownAgent := run.Func(func(ctx context.Context) error {
+		token := pki.FormatAgentToken(pki.CAHash(bundle.CACertPEM), own)
+		return agent.Run(ctx, p.agentConfig(url, token), log.With("component", "agent"))
+	})
+	etcd, early, err := p.startEtcd(ctx, etcdCfg, ownAgent, log)
 	if err != nil {
 		return err
 	}
 	defer etcd.Close()
+	if early != nil {
+		defer early.Stop() // when Run fails before its group runs the agent
+	}
 	etcdClient = etcd.Client
 	tokens, err := p.syncTokens(ctx, etcd.Client, bundle.CAKeyPEM, jointoken.Record{Server: token, Agent: agentToken}, log.With("component", "join-tokens"))
 	if err != nil {
@@ -165,7 +176,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	joins, err := newJoinHandler(bundle, tokenHolder, join.Cluster{DNS: p.ClusterDNS, Domain: p.ClusterDomain, ClusterCIDR: p.clusterCIDR.String(), ServiceCIDR: p.serviceCIDR.String()}, loopback, log.With("component", "join"))
+	joins, err := newJoinHandler(bundle, tokenHolder, own, join.Cluster{DNS: p.ClusterDNS, Domain: p.ClusterDomain, ClusterCIDR: p.clusterCIDR.String(), ServiceCIDR: p.serviceCIDR.String()}, loopback, log.With("component", "join"))
 	if err != nil {
 		return err
 	}
@@ -236,10 +247,11 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		components = append(components, run.Named{Name: "etcd-members", Runnable: &etcdMembers{
 			etcd: etcd.Client, self: uint64(etcd.Server().MemberID()), peerURL: etcdCfg.PeerURL, rest: loopback, log: log.With("component", "etcd-members")}})
 	}
-	if !p.DisableAgent {
-		components = append(components, run.Named{Name: "agent", Runnable: boot.afterPolicy(run.Func(func(ctx context.Context) error {
-			return agent.Run(ctx, p.agentConfig(url, joins.ownAgentToken()), log.With("component", "agent"))
-		}))})
+	switch {
+	case early != nil:
+		components = append(components, run.Named{Name: "agent", Runnable: early})
+	case !p.DisableAgent:
+		components = append(components, run.Named{Name: "agent", Runnable: boot.afterPolicy(ownAgent)})
 	}
 	return run.Group(ctx, log, components...)
 }
