@@ -27,6 +27,7 @@ type Agent struct {
 	cmd     *exec.Cmd
 	logs    *envtest.SyncBuffer
 	exited  chan error
+	started time.Time // when the process last started
 }
 
 // agentIP is the node IP of agents that share the test host with their
@@ -107,6 +108,7 @@ func (a *Agent) Start() {
 	a.t.Helper()
 	cmd := exec.Command(a.args[0], a.args[1:]...)
 	cmd.Stdout, cmd.Stderr = a.logs, a.logs
+	a.started = time.Now()
 	if err := cmd.Start(); err != nil {
 		a.t.Fatal(err)
 	}

@@ -79,8 +79,8 @@ func TestAutonomousNodeCutOff(t *testing.T) {
 		}
 		hold = d
 	}
-	const hostIP, nodeIP = "10.199.83.1", "10.199.83.11"
-	bridge := makeBridge(t, "oebr", hostIP)
+	const hostIP, nodeIP = "10.199.85.1", "10.199.85.11"
+	bridge := makeBridge(t, "oabr", hostIP)
 	netns := fmt.Sprintf("orch-e2e-%d-edge", os.Getpid())
 	link := fmt.Sprintf("oee%d", os.Getpid()%100000)
 	attachNetns(t, netns, link, bridge, nodeIP, hostIP)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -36,11 +37,13 @@ func TestAgentKilledWhileWriting(t *testing.T) {
 	}
 	s, a, client := startOfflineApp(t)
 
+	db := filepath.Join(a.DataDir, "agent", localstore.DBFile)
 	ctx, stop := context.WithCancel(context.Background())
 	churned := make(chan int)
 	go func() { churned <- churnServices(ctx, client) }()
 	for i := range kills {
-		time.Sleep(time.Duration(rand.IntN(2000)) * time.Millisecond) // a random moment of its work
+		waitWritten(t, db, a.started)
+		time.Sleep(time.Duration(rand.IntN(1500)) * time.Millisecond) // a random moment of its writing
 		a.Alive()
 		a.Kill()
 		a.Start()
@@ -48,13 +51,13 @@ func TestAgentKilledWhileWriting(t *testing.T) {
 			t.Logf("%d kills", i+1)
 		}
 	}
+	waitWritten(t, db, a.started) // the last agent writes too
 	stop()
 	t.Logf("%d Services made and deleted meanwhile", <-churned)
-	waitNodeReady(t, client, "e2e-offline")
 
 	s.Stop()
 	a.Stop()
-	checkBolt(t, filepath.Join(a.DataDir, "agent", localstore.DBFile))
+	checkBolt(t, db)
 	rebootOffline(t, a)
 }
 
@@ -76,6 +79,18 @@ func churnServices(ctx context.Context, client kubernetes.Interface) int {
 	return n
 }
 
+// waitWritten waits until the file at path was written after since (the
+// agent has reached the server and records what it reads).
+func waitWritten(t *testing.T, path string, since time.Time) {
+	t.Helper()
+	eventually(t, time.Minute, func() string {
+		if info, err := os.Stat(path); err != nil || !info.ModTime().After(since) {
+			return fmt.Sprintf("the agent has not written %s since it started at %v", path, since)
+		}
+		return ""
+	})
+}
+
 // checkBolt runs bbolt's consistency check on the database at path.
 func checkBolt(t *testing.T, path string) {
 	t.Helper()
@@ -85,10 +100,11 @@ func checkBolt(t *testing.T, path string) {
 	}
 	defer db.Close()
 	err = db.View(func(tx *bolt.Tx) error {
-		for err := range tx.Check() {
-			return err
+		var first error
+		for err := range tx.Check() { // read to the end: the checker stops then
+			first = cmp.Or(first, err)
 		}
-		return nil
+		return first
 	})
 	if err != nil {
 		t.Fatalf("bbolt check of %s: %v", path, err)

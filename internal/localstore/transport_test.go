@@ -237,8 +237,9 @@ func (c *clock) add(d time.Duration) {
 }
 
 // TestAwayForADay: a running agent's link is cut and its store's clock
-// moves 25 hours on (a day away, shortened). The informer keeps its pods;
-// the stored token, expired by then, is not handed out. Meanwhile the
+// moves 25 hours on (a day away, shortened). The stored token, handed out
+// just after the cut, has expired by then and is not; a new informer
+// still lists the pods from the store. Meanwhile the
 // API changes and etcd compacts past every revision the agent saw. With
 // the link back, the informer follows the API again and a token request
 // reaches the server for a fresh token.
@@ -274,13 +275,18 @@ func TestAwayForADay(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	s.flush() // the writer has written the token
 	l.setCut(true)
+	if stored, err := client.CoreV1().ServiceAccounts("ns").CreateToken(ctx, "default", tokenRequest, metav1.CreateOptions{}); err != nil || stored.Status.Token != tr.Status.Token {
+		t.Fatalf("just cut off, the store does not hand out the token it recorded: %v", err)
+	}
 	clk.add(25 * time.Hour)
 	if _, err := client.CoreV1().ServiceAccounts("ns").CreateToken(ctx, "default", tokenRequest, metav1.CreateOptions{}); err == nil {
 		t.Fatal("a day away, the store handed out an expired token")
 	}
-	if got := names(inf); len(got) != 2 {
-		t.Fatalf("away, the informer has %v, want p1 and p2", got)
+	// An informer started now (a restarted kubelet) lists from the store.
+	if got := names(podInformer(t, client)); len(got) != 2 {
+		t.Fatalf("a day away, a new informer has %v from the store, want p1 and p2", got)
 	}
 
 	for v := range 3 {
@@ -302,7 +308,9 @@ func TestAwayForADay(t *testing.T) {
 	l.setCut(false)
 	back := time.Now()
 	// The agent's next request that reaches the server (a Lease
-	// renewal, say) ends the store's answers.
+	// renewal, say; a Namespace is nothing the store answers) ends the
+	// store's answers: the store's clock stands still, so its offline
+	// window would not end by itself.
 	if _, err := client.CoreV1().Namespaces().Get(ctx, "ns", metav1.GetOptions{}); err != nil {
 		t.Fatal(err)
 	}

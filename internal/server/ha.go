@@ -13,14 +13,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 
 	"orch/internal/join"
-	"orch/internal/localstore"
 	"orch/internal/pki"
-	"orch/internal/run"
 	"orch/internal/storage"
 )
 
@@ -194,47 +191,4 @@ func samePeer(have []string, want string) bool {
 	a, errA := url.Parse(have[0])
 	b, errB := url.Parse(want)
 	return errA == nil && errB == nil && a.Scheme == b.Scheme && a.Host == b.Host
-}
-
-// offlineAgentAfter is how long a member of several waits for a quorum
-// before its node's agent starts without the API.
-const offlineAgentAfter = 5 * time.Second
-
-// startEtcd starts the etcd member. One of several waits for a quorum of
-// the members, which after a power cut may take long: if it has none
-// within offlineAgentAfter and the node's agent ran before (it has a local
-// store), ownAgent starts meanwhile and runs the node's pods from its
-// store; early is that agent, already running.
-func (p parsed) startEtcd(ctx context.Context, cfg storage.EtcdConfig, ownAgent run.Runnable, log *slog.Logger) (etcd *storage.EmbeddedEtcd, early *run.Started, err error) {
-	type started struct {
-		etcd *storage.EmbeddedEtcd
-		err  error
-	}
-	done := make(chan started, 1)
-	go func() {
-		e, err := storage.StartEtcd(cfg)
-		done <- started{e, err}
-	}()
-	if p.ha() && !p.DisableAgent && p.agentRanBefore() {
-		select {
-		case s := <-done:
-			return s.etcd, nil, s.err
-		case <-time.After(offlineAgentAfter):
-			log.Warn("etcd has no quorum yet: the node's agent starts meanwhile and runs its pods from its local store",
-				"waited", offlineAgentAfter)
-			early = run.Begin(ctx, ownAgent)
-		}
-	}
-	s := <-done
-	if s.err != nil && early != nil {
-		early.Stop()
-		return nil, nil, s.err
-	}
-	return s.etcd, early, s.err
-}
-
-// agentRanBefore says whether the node's agent has a local store.
-func (p parsed) agentRanBefore() bool {
-	_, err := os.Stat(filepath.Join(p.DataDir, "agent", localstore.DBFile))
-	return err == nil
 }

@@ -94,8 +94,12 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		token := pki.FormatAgentToken(pki.CAHash(bundle.CACertPEM), own)
 		return agent.Run(ctx, p.agentConfig(url, token), log.With("component", "agent"))
 	})
-	etcd, early, err := p.startEtcd(ctx, etcdCfg, ownAgent, log)
+	etcd, early, err := etcdStart{start: func() (*storage.EmbeddedEtcd, error) { return storage.StartEtcd(etcdCfg) },
+		agent: p.earlyAgent(ownAgent), agentAfter: offlineAgentAfter, retryAfter: etcdRetryAfter, log: log}.run(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while etcd was starting
+		}
 		return err
 	}
 	defer etcd.Close()
@@ -248,7 +252,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 			etcd: etcd.Client, self: uint64(etcd.Server().MemberID()), peerURL: etcdCfg.PeerURL, rest: loopback, log: log.With("component", "etcd-members")}})
 	}
 	switch {
-	case early != nil:
+	case early != nil: // running already, not held for the policy: the node ran before, so the policy is in etcd
 		components = append(components, run.Named{Name: "agent", Runnable: early})
 	case !p.DisableAgent:
 		components = append(components, run.Named{Name: "agent", Runnable: boot.afterPolicy(ownAgent)})
