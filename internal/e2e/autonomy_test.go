@@ -31,7 +31,7 @@ metadata: {name: keep}
 spec:
   tolerations: %[2]s
   containers:
-  - {name: keep, image: %[1]s, imagePullPolicy: Never, command: [sh, -c, "trap 'exit 0' TERM; sleep 3600 & wait"], volumeMounts: [{name: conf, mountPath: /conf}]}
+  - {name: keep, image: %[1]s, imagePullPolicy: Never, command: [sh, -c, "trap 'exit 0' TERM; sleep 1000000000 & wait"], volumeMounts: [{name: conf, mountPath: /conf}]}
   volumes: [{name: conf, secret: {secretName: conf}}]
 ---
 apiVersion: v1
@@ -40,7 +40,7 @@ metadata: {name: gone}
 spec:
   tolerations: %[2]s
   containers:
-  - {name: gone, image: %[1]s, imagePullPolicy: Never, command: [sh, -c, "trap 'exit 0' TERM; sleep 3600 & wait"]}
+  - {name: gone, image: %[1]s, imagePullPolicy: Never, command: [sh, -c, "trap 'exit 0' TERM; sleep 1000000000 & wait"]}
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -53,7 +53,7 @@ spec:
     spec:
       tolerations: %[2]s
       containers:
-      - {name: app, image: %[1]s, imagePullPolicy: Never, command: [sh, -c, "trap 'exit 0' TERM; sleep 3600 & wait"]}
+      - {name: app, image: %[1]s, imagePullPolicy: Never, command: [sh, -c, "trap 'exit 0' TERM; sleep 1000000000 & wait"]}
 `, images.BusyboxRef, `[{key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 5},
     {key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 5}]`)
 
