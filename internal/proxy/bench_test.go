@@ -13,7 +13,7 @@ func BenchmarkBuild(b *testing.B) {
 		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
 			var rules int
 			for b.Loop() {
-				rules = render(Build(in), nil, true, nil).rules
+				rules = render(Build(in), nil, true, nil).Rules
 			}
 			b.ReportMetric(float64(rules), "rules")
 		})

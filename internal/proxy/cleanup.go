@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
+
+	"orch/internal/iptsync"
 )
 
 // Cleanup removes every rule and chain the proxy writes: the jump rules
@@ -24,7 +25,7 @@ func Cleanup(log *slog.Logger) error {
 
 func cleanup(d *iptablesDriver, log *slog.Logger) error {
 	var errs []error
-	if err := d.deleteJumps(); err != nil {
+	if err := d.jumps.Delete(); err != nil {
 		errs = append(errs, err)
 	}
 	for _, table := range []string{"nat", "filter"} {
@@ -33,7 +34,7 @@ func cleanup(d *iptablesDriver, log *slog.Logger) error {
 			errs = append(errs, err)
 			continue
 		}
-		data, n := cleanupText(table, chains)
+		data, n := iptsync.CleanupText(table, chains, func(c string) bool { return isOwnedChain(table, c) })
 		if n == 0 {
 			continue
 		}
@@ -44,24 +45,4 @@ func cleanup(d *iptablesDriver, log *slog.Logger) error {
 		log.Info("removed proxy chains", "table", table, "chains", n)
 	}
 	return errors.Join(errs...)
-}
-
-// cleanupText is the iptables-restore input that flushes and deletes the
-// proxy's chains among chains of table, and how many there are.
-func cleanupText(table string, chains []string) ([]byte, int) {
-	var decl, del strings.Builder
-	n := 0
-	for _, c := range chains {
-		if !isOwnedChain(table, c) {
-			continue
-		}
-		n++
-		decl.WriteString(":" + c + " - [0:0]\n")
-		del.WriteString("-X " + c + "\n")
-	}
-	hint := ""
-	if n > cacheHintChains {
-		hint = "-S\n" // see cacheHintChains
-	}
-	return []byte("*" + table + "\n" + hint + decl.String() + del.String() + "COMMIT\n"), n
 }

@@ -31,7 +31,7 @@
 //     table one transaction) and keeps the jump rules from the built-in
 //     chains with go-iptables (checked on full syncs and every SyncPeriod).
 //     Large inputs start the nat table with a read-only "-S", which keeps
-//     iptables-nft 1.8.9 from going quadratic (see cacheHintChains). When
+//     iptables-nft 1.8.9 from going quadratic (see iptsync.CacheHintChains). When
 //     a UDP endpoint goes away, or a UDP service gets endpoints, the stale
 //     conntrack entries of the service's IPs are deleted through netlink.
 //   - Proxier watches Services and EndpointSlices with client-go informers

@@ -122,7 +122,7 @@ func lineDiff(want, got string) string {
 }
 
 // fullText renders rs as a first, full sync.
-func fullText(rs *Ruleset) string { return string(render(rs, nil, true, nil).data) }
+func fullText(rs *Ruleset) string { return string(render(rs, nil, true, nil).Data) }
 
 // natRules returns the rule lines of chain in restore text.
 func chainRules(text, chain string) []string {

@@ -222,7 +222,7 @@ func TestIPTablesRecoversStaleChains(t *testing.T) {
 	}
 }
 
-// TestIPTablesManyChains: a table past cacheHintChains syncs, and Cleanup
+// TestIPTablesManyChains: a table past iptsync.CacheHintChains syncs, and Cleanup
 // removes it all.
 func TestIPTablesManyChains(t *testing.T) {
 	requireNetns(t)

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"orch/internal/iptsync"
 )
 
 // The tests and benchmarks that touch the kernel's tables run in a private
@@ -91,7 +93,7 @@ func saveChains(tb testing.TB, table string) map[string][]string {
 	tb.Helper()
 	out := run(tb, "iptables-save", "-t", table)
 	chains := map[string][]string{}
-	for _, n := range chainsInSave([]byte(out)) {
+	for _, n := range iptsync.ChainsInSave([]byte(out)) {
 		chains[n] = nil
 	}
 	for _, l := range strings.Split(out, "\n") {

@@ -5,12 +5,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"orch/internal/iptsync"
 )
 
 // declared lists the chains declared (":NAME") in the nat table of text.
 func declaredNAT(text string) []string {
 	nat := text[strings.Index(text, "*nat\n"):]
-	return chainsInSave([]byte(nat))
+	return iptsync.ChainsInSave([]byte(nat))
 }
 
 func without(in Input, svc string) Input {
@@ -31,18 +33,18 @@ func TestRenderPartial(t *testing.T) {
 	metrics := portChainName(prefixSVC, "kube-system/metrics", "tcp")
 
 	t.Run("nothing changed", func(t *testing.T) {
-		rt := render(Build(base), first.next, false, nil)
-		if len(rt.data) != 0 || rt.changed != 0 || len(rt.deleted) != 0 {
-			t.Errorf("wrote %q (changed %d, deleted %v), want nothing", rt.data, rt.changed, rt.deleted)
+		rt := render(Build(base), first.Next, false, nil)
+		if len(rt.Data) != 0 || rt.Changed != 0 || len(rt.Deleted) != 0 {
+			t.Errorf("wrote %q (changed %d, deleted %v), want nothing", rt.Data, rt.Changed, rt.Deleted)
 		}
 	})
 
 	t.Run("endpoint changed", func(t *testing.T) {
 		in := loadInput(t, "clusterip")
 		in.Slices[1].Endpoints[0].Addresses = []string{"10.42.3.4"} // 10.42.3.3 → .4
-		rt := render(Build(in), first.next, false, nil)
-		golden(t, "partial-endpoint-change", rt.data)
-		text := string(rt.data)
+		rt := render(Build(in), first.Next, false, nil)
+		golden(t, "partial-endpoint-change", rt.Data)
+		text := string(rt.Data)
 		old := endpointChainName("default/web:http", "tcp", "10.42.3.3:8080")
 		nu := endpointChainName("default/web:http", "tcp", "10.42.3.4:8080")
 		decl := declaredNAT(text)
@@ -56,22 +58,22 @@ func TestRenderPartial(t *testing.T) {
 		if strings.Contains(text, "*filter") || strings.Contains(text, "\n-S\n") {
 			t.Error("a small partial sync writes the unchanged filter table or lists the table (-S)")
 		}
-		if !reflect.DeepEqual(rt.deleted, []string{old}) || !strings.HasSuffix(text, "-X "+old+"\nCOMMIT\n") {
-			t.Errorf("deleted %v, want [%s] at the end", rt.deleted, old)
+		if !reflect.DeepEqual(rt.Deleted, []string{old}) || !strings.HasSuffix(text, "-X "+old+"\nCOMMIT\n") {
+			t.Errorf("deleted %v, want [%s] at the end", rt.Deleted, old)
 		}
-		if rt.changed != 2 { // KUBE-SVC and the new KUBE-SEP
-			t.Errorf("changed %d chains, want 2", rt.changed)
+		if rt.Changed != 2 { // KUBE-SVC and the new KUBE-SEP
+			t.Errorf("changed %d chains, want 2", rt.Changed)
 		}
 	})
 
 	t.Run("service deleted", func(t *testing.T) {
-		rt := render(Build(without(base, "metrics")), first.next, false, nil)
-		golden(t, "partial-service-deleted", rt.data)
+		rt := render(Build(without(base, "metrics")), first.Next, false, nil)
+		golden(t, "partial-service-deleted", rt.Data)
 		sep := endpointChainName("kube-system/metrics", "tcp", "10.42.1.9:10250")
-		if want := []string{sep, metrics}; !reflect.DeepEqual(rt.deleted, sorted(want)) {
-			t.Errorf("deleted %v, want %v", rt.deleted, sorted(want))
+		if want := []string{sep, metrics}; !reflect.DeepEqual(rt.Deleted, sorted(want)) {
+			t.Errorf("deleted %v, want %v", rt.Deleted, sorted(want))
 		}
-		if _, ok := rt.next[chainKey{"nat", metrics}]; ok {
+		if _, ok := rt.Next[iptsync.Key{Table: "nat", Chain: metrics}]; ok {
 			t.Error("deleted chain still in the written state")
 		}
 	})
@@ -80,30 +82,30 @@ func TestRenderPartial(t *testing.T) {
 		stale := portChainName(prefixSVC, "gone/svc:p", "tcp")
 		existing := []string{"KUBE-SERVICES", "KUBE-MARK-DROP", "DOCKER", stale, web}
 		rt := render(Build(base), nil, true, existing)
-		if !reflect.DeepEqual(rt.deleted, []string{stale}) {
-			t.Errorf("deleted %v, want [%s] (and never another program's chain)", rt.deleted, stale)
+		if !reflect.DeepEqual(rt.Deleted, []string{stale}) {
+			t.Errorf("deleted %v, want [%s] (and never another program's chain)", rt.Deleted, stale)
 		}
-		if rt.changed != len(first.next) {
-			t.Errorf("full sync wrote %d chains, want all %d", rt.changed, len(first.next))
+		if rt.Changed != len(first.Next) {
+			t.Errorf("full sync wrote %d chains, want all %d", rt.Changed, len(first.Next))
 		}
 	})
 }
 
 // TestRenderCacheHint: full syncs and large partial ones start the nat
-// table with "-S" (see cacheHintChains); the filter table never does.
+// table with "-S" (see iptsync.CacheHintChains); the filter table never does.
 func TestRenderCacheHint(t *testing.T) {
 	small := Build(syntheticInput(10, 2))
-	large := Build(syntheticInput(cacheHintChains, 2))
+	large := Build(syntheticInput(iptsync.CacheHintChains, 2))
 	for _, tc := range []struct {
 		name string
-		rt   restoreText
+		rt   iptsync.Text
 		want bool
 	}{
 		{"full", render(small, nil, true, nil), true},
-		{"small partial", render(small, render(small, nil, true, nil).next, false, nil), false},
-		{"large partial", render(large, render(small, nil, true, nil).next, false, nil), true},
+		{"small partial", render(small, render(small, nil, true, nil).Next, false, nil), false},
+		{"large partial", render(large, render(small, nil, true, nil).Next, false, nil), true},
 	} {
-		text := string(tc.rt.data)
+		text := string(tc.rt.Data)
 		if got := strings.Contains(text, "*nat\n-S\n:KUBE-SERVICES"); got != tc.want {
 			t.Errorf("%s: nat starts with -S: %v, want %v", tc.name, got, tc.want)
 		}
@@ -118,7 +120,7 @@ func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s
 func TestChainsInSave(t *testing.T) {
 	save := "# Generated by iptables-save\n*nat\n:PREROUTING ACCEPT [0:0]\n:KUBE-SVC-AAAA - [0:0]\n" +
 		"-A PREROUTING -m comment --comment \"x\" -j KUBE-SERVICES\n:KUBE-SERVICES - [0:0]\nCOMMIT\n"
-	if got, want := chainsInSave([]byte(save)), []string{"PREROUTING", "KUBE-SVC-AAAA", "KUBE-SERVICES"}; !reflect.DeepEqual(got, want) {
+	if got, want := iptsync.ChainsInSave([]byte(save)), []string{"PREROUTING", "KUBE-SVC-AAAA", "KUBE-SERVICES"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("chainsInSave = %v, want %v", got, want)
 	}
 }
@@ -136,16 +138,9 @@ func TestCleanupText(t *testing.T) {
 			"*filter\n:KUBE-FORWARD - [0:0]\n:KUBE-FIREWALL - [0:0]\n:KUBE-PROXY-FIREWALL - [0:0]\n-X KUBE-FORWARD\n-X KUBE-FIREWALL\n-X KUBE-PROXY-FIREWALL\nCOMMIT\n", 3},
 		{"filter", []string{"INPUT", "FORWARD"}, "*filter\nCOMMIT\n", 0},
 	} {
-		got, n := cleanupText(tc.table, tc.chains)
+		got, n := iptsync.CleanupText(tc.table, tc.chains, func(c string) bool { return isOwnedChain(tc.table, c) })
 		if string(got) != tc.want || n != tc.n {
-			t.Errorf("cleanupText(%s, %v) = %q, %d; want %q, %d", tc.table, tc.chains, got, n, tc.want, tc.n)
+			t.Errorf("CleanupText(%s, %v) = %q, %d; want %q, %d", tc.table, tc.chains, got, n, tc.want, tc.n)
 		}
-	}
-}
-
-func TestLinesAround(t *testing.T) {
-	got := linesAround([]byte("a\nb\nc\nd\n"), 2, 1)
-	if want := "     1  a\n     2  b\n     3  c\n"; got != want {
-		t.Errorf("linesAround = %q, want %q", got, want)
 	}
 }

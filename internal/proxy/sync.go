@@ -3,6 +3,8 @@ package proxy
 import (
 	"fmt"
 	"time"
+
+	"orch/internal/iptsync"
 )
 
 // syncer turns one Input into rules in the kernel. It keeps what it last
@@ -13,7 +15,7 @@ type syncer struct {
 	ct             conntrackCleaner // nil: no conntrack cleanup
 	fullSyncPeriod time.Duration
 
-	prev     written // nil until the first successful sync
+	prev     iptsync.Written // nil until the first successful sync
 	udp      udpState
 	needFull bool
 	lastFull time.Time
@@ -61,14 +63,14 @@ func (s *syncer) sync(now time.Time, in Input) (syncResult, error) {
 	}
 	rs := Build(in)
 	rt := render(rs, s.prev, full, existing)
-	res.ServicePorts, res.Endpoints, res.Rules = rs.ServicePorts, rs.Endpoints, rt.rules
-	res.ChainsWritten, res.ChainsDeleted = rt.changed, len(rt.deleted)
-	if len(rt.data) > 0 {
-		if err := s.w.Restore(rt.data); err != nil {
+	res.ServicePorts, res.Endpoints, res.Rules = rs.ServicePorts, rs.Endpoints, rt.Rules
+	res.ChainsWritten, res.ChainsDeleted = rt.Changed, len(rt.Deleted)
+	if len(rt.Data) > 0 {
+		if err := s.w.Restore(rt.Data); err != nil {
 			return res, err
 		}
 	}
-	s.prev, s.needFull = rt.next, false
+	s.prev, s.needFull = rt.Next, false
 	if full {
 		s.lastFull = now
 	}

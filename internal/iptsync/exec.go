@@ -1,0 +1,203 @@
+package iptsync
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coreos/go-iptables/iptables"
+)
+
+// Exec runs the host's iptables-restore and iptables-save (IPv4).
+type Exec struct {
+	who     string // the component, leading its errors: "proxy"
+	restore string
+	save    string
+}
+
+// NewExec finds iptables-restore and iptables-save; who leads its errors.
+func NewExec(who string) (*Exec, error) {
+	e := &Exec{who: who}
+	for _, t := range []struct {
+		dst  *string
+		name string
+	}{{&e.restore, "iptables-restore"}, {&e.save, "iptables-save"}} {
+		p, err := exec.LookPath(t.name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s not found in PATH; install the iptables package (Debian: apt-get install iptables)", who, t.name)
+		}
+		*t.dst = p
+	}
+	return e, nil
+}
+
+var failedLine = regexp.MustCompile(`line:? (\d+)`)
+
+// commandTimeout bounds one iptables-restore or iptables-save: a hung one
+// becomes an error (and a retry) instead of stopping every later sync.
+const commandTimeout = 2 * time.Minute
+
+// Restore runs iptables-restore --noflush with data on stdin. Each table
+// in data commits as one transaction.
+func (e *Exec) Restore(data []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.restore, "--noflush", "-w", "5")
+	cmd.Stdin = bytes.NewReader(data)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if m := failedLine.FindStringSubmatch(msg); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			msg += "; input around it:\n" + linesAround(data, n, 2)
+		}
+		return fmt.Errorf("%s: iptables-restore failed: %w: %s", e.who, err, msg)
+	}
+	return nil
+}
+
+// linesAround returns the lines n-k..n+k (1-based) of data, numbered.
+func linesAround(data []byte, n, k int) string {
+	lines := strings.Split(string(data), "\n")
+	var b strings.Builder
+	for i := max(1, n-k); i <= min(len(lines), n+k); i++ {
+		fmt.Fprintf(&b, "%6d  %s\n", i, lines[i-1])
+	}
+	return b.String()
+}
+
+// Chains lists the chains of a table, from iptables-save.
+func (e *Exec) Chains(table string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, e.save, "-t", table).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
+		}
+		return nil, fmt.Errorf("%s: iptables-save -t %s: %w", e.who, table, err)
+	}
+	return ChainsInSave(out), nil
+}
+
+// Jump is a rule in a built-in chain that sends packets to one of ours.
+type Jump struct {
+	Table, From, To string
+	Args            []string // match, before the comment
+	Comment         string   // none when empty
+}
+
+// Spec is the rule as go-iptables takes it.
+func (j Jump) Spec() []string {
+	spec := append([]string{}, j.Args...)
+	if j.Comment != "" {
+		spec = append(spec, "-m", "comment", "--comment", j.Comment)
+	}
+	return append(spec, "-j", j.To)
+}
+
+// Jumps keeps a list of jump rules with go-iptables.
+type Jumps struct {
+	who   string
+	ipt   *iptables.IPTables
+	jumps []Jump
+	// first keeps each jump the first rule of its built-in chain, moving
+	// it back when another program inserted a rule above it.
+	first bool
+}
+
+// NewJumps opens iptables (IPv4) for jumps; with first set, each must stay
+// the first rule of its chain.
+func NewJumps(who string, jumps []Jump, first bool) (*Jumps, error) {
+	ipt, err := iptables.New(iptables.IPFamily(iptables.ProtocolIPv4), iptables.Timeout(5))
+	if err != nil {
+		return nil, fmt.Errorf("%s: iptables is not usable (%w); install the iptables package (Debian: apt-get install iptables)", who, err)
+	}
+	return &Jumps{who: who, ipt: ipt, jumps: jumps, first: first}, nil
+}
+
+// Ensure creates the target chains when missing and inserts each jump
+// rule once, at the top of its chain, reporting whether anything was
+// missing (or, with first, not first).
+func (js *Jumps) Ensure() (repaired bool, err error) {
+	for _, j := range js.jumps {
+		ok, err := js.ipt.ChainExists(j.Table, j.To)
+		if err != nil {
+			return repaired, fmt.Errorf("%s: check chain %q in table %s: %w", js.who, j.To, j.Table, err)
+		}
+		if !ok {
+			if err := js.ipt.NewChain(j.Table, j.To); err != nil {
+				return repaired, fmt.Errorf("%s: create chain %q in table %s: %w", js.who, j.To, j.Table, err)
+			}
+			repaired = true
+		}
+		ok, err = js.ipt.Exists(j.Table, j.From, j.Spec()...)
+		if err != nil {
+			return repaired, fmt.Errorf("%s: check jump %s -> %s in table %s: %w", js.who, j.From, j.To, j.Table, err)
+		}
+		if ok && js.first {
+			if ok, err = js.isFirst(j); err != nil {
+				return repaired, err
+			}
+			if !ok {
+				if err := js.delete(j); err != nil {
+					return repaired, err
+				}
+			}
+		}
+		if !ok {
+			if err := js.ipt.Insert(j.Table, j.From, 1, j.Spec()...); err != nil {
+				return repaired, fmt.Errorf("%s: insert jump %s -> %s in table %s: %w", js.who, j.From, j.To, j.Table, err)
+			}
+			repaired = true
+		}
+	}
+	return repaired, nil
+}
+
+// isFirst reports whether j's chain starts with a rule that jumps to j.To.
+func (js *Jumps) isFirst(j Jump) (bool, error) {
+	rules, err := js.ipt.List(j.Table, j.From)
+	if err != nil {
+		return false, fmt.Errorf("%s: list chain %s of table %s: %w", js.who, j.From, j.Table, err)
+	}
+	// rules[0] is the policy ("-P FORWARD ACCEPT") or the declaration.
+	return len(rules) > 1 && strings.HasSuffix(rules[1], " -j "+j.To), nil
+}
+
+func (js *Jumps) delete(j Jump) error {
+	if err := js.ipt.DeleteIfExists(j.Table, j.From, j.Spec()...); err != nil {
+		return fmt.Errorf("%s: delete jump %s -> %s in table %s: %w", js.who, j.From, j.To, j.Table, err)
+	}
+	return nil
+}
+
+// Delete removes every copy of the jump rules.
+func (js *Jumps) Delete() error {
+	var errs []error
+	for _, j := range js.jumps {
+		for range 10 { // a rule inserted more than once, by older runs
+			ok, err := js.ipt.Exists(j.Table, j.From, j.Spec()...)
+			if err != nil {
+				// The target chain is gone, so no rule can jump to it.
+				break
+			}
+			if !ok {
+				break
+			}
+			if err := js.ipt.Delete(j.Table, j.From, j.Spec()...); err != nil {
+				errs = append(errs, fmt.Errorf("%s: delete jump %s -> %s in table %s: %w", js.who, j.From, j.To, j.Table, err))
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
