@@ -2,9 +2,7 @@ package network
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,10 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"orch/internal/goldentest"
 	"orch/internal/kubelet/containerd/payload"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata golden files")
 
 func TestBridgeConfListGolden(t *testing.T) {
 	for _, tc := range []struct {
@@ -33,19 +30,7 @@ func TestBridgeConfListGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", tc.golden)
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("conflist differs from %s (go test -update to accept):\n%s", golden, got)
-			}
+			goldentest.Check(t, filepath.Join("testdata", tc.golden), got)
 		})
 	}
 }

@@ -1,20 +1,18 @@
 package proxy
 
 import (
-	"bytes"
-	"flag"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"orch/internal/goldentest"
+
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/yaml"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata golden files")
 
 // Test fixtures share one node.
 const (
@@ -75,50 +73,7 @@ func loadInput(t testing.TB, name string) Input {
 // golden compares got with testdata/<name>.golden, or rewrites it with -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n%s", path, lineDiff(string(want), string(got)))
-	}
-}
-
-// lineDiff lists the lines only in want (-) and only in got (+).
-func lineDiff(want, got string) string {
-	count := func(s string) map[string]int {
-		m := map[string]int{}
-		for _, l := range strings.Split(s, "\n") {
-			m[l]++
-		}
-		return m
-	}
-	w, g := count(want), count(got)
-	var b strings.Builder
-	for _, l := range strings.Split(want, "\n") {
-		if g[l] < w[l] {
-			b.WriteString("- " + l + "\n")
-			w[l]--
-		}
-	}
-	w = count(want)
-	for _, l := range strings.Split(got, "\n") {
-		if w[l] < g[l] {
-			b.WriteString("+ " + l + "\n")
-			g[l]--
-		}
-	}
-	if b.Len() == 0 {
-		return "(same lines, different order)"
-	}
-	return b.String()
+	goldentest.Check(t, filepath.Join("testdata", name+".golden"), got)
 }
 
 // fullText renders rs as a first, full sync.

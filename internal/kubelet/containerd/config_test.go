@@ -1,34 +1,20 @@
 package containerd
 
 import (
-	"bytes"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata golden files")
+	"orch/internal/goldentest"
+)
 
 func TestConfigTOMLGolden(t *testing.T) {
 	c := NewConfig("/var/lib/orch")
 	c.SystemdCgroup, c.RestrictOOMScoreAdj = false, false
 	got := c.TOML()
-	golden := filepath.Join("testdata", "config.toml")
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("config.toml differs from %s (go test -update to accept):\n%s", golden, got)
-	}
+	goldentest.Check(t, filepath.Join("testdata", "config.toml"), got)
 	if c.Address != "/run/orch/containerd/containerd.sock" || c.Root != "/var/lib/orch/agent/containerd" ||
 		c.ConfigPath != "/var/lib/orch/agent/etc/containerd/config.toml" || c.CNIConfDir != "/var/lib/orch/agent/etc/cni/net.d" ||
 		c.LogPath != "/var/lib/orch/agent/containerd/containerd.log" || c.CertsDir != "/var/lib/orch/agent/etc/containerd/certs.d" {
