@@ -1,115 +1,18 @@
 package proxy
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
-	"strings"
 	"testing"
 
-	"orch/internal/iptsync"
+	"orch/internal/netnstest"
 )
 
 // The tests and benchmarks that touch the kernel's tables run in a private
-// network namespace, never in the host's: when run as root, TestMain
-// re-executes the test binary under `unshare --net` with netnsEnv set to
-// the parent's namespace (net:[inode]), so
-// every test of the package runs there; the kernel tests check that they
-// really are in a namespace of their own before they touch anything.
-const netnsEnv = "ORCH_PROXYTEST_NETNS"
+// network namespace (netnstest).
+func TestMain(m *testing.M) { netnstest.Main(m) }
 
-// netnsSkip says why the kernel tests cannot run, or "" when they can.
-var netnsSkip string
-
-func TestMain(m *testing.M) {
-	switch {
-	case os.Getenv(netnsEnv) != "":
-		// The child: in its own network namespace (checked by requireNetns).
-	case os.Geteuid() != 0:
-		netnsSkip = "not root: the iptables tests need root (they run in a private network namespace)"
-	default:
-		unshare, err := exec.LookPath("unshare")
-		if err != nil {
-			netnsSkip = "unshare (util-linux) not found: cannot make a private network namespace"
-			break
-		}
-		self, err := os.Executable()
-		if err != nil {
-			netnsSkip = "cannot find the test binary: " + err.Error()
-			break
-		}
-		if out, err := exec.Command(unshare, "--net", "true").CombinedOutput(); err != nil {
-			netnsSkip = fmt.Sprintf("unshare --net does not work here (%v: %s)", err, strings.TrimSpace(string(out)))
-			fmt.Fprintln(os.Stderr, "proxy tests: "+netnsSkip+"; the iptables tests will be skipped")
-			break
-		}
-		cmd := exec.Command(unshare, append([]string{"--net", "--", self}, os.Args[1:]...)...)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-		host, err := os.Readlink("/proc/self/ns/net")
-		if err != nil {
-			netnsSkip = "cannot read /proc/self/ns/net: " + err.Error()
-			break
-		}
-		cmd.Env = append(os.Environ(), netnsEnv+"="+host)
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "proxy tests in a private network namespace: %v\n", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
-
-// requireNetns skips tb unless it runs as root in a private network
-// namespace with iptables installed.
-func requireNetns(tb testing.TB) {
-	tb.Helper()
-	if netnsSkip != "" {
-		tb.Skip(netnsSkip)
-	}
-	for _, bin := range []string{"iptables", "iptables-restore", "iptables-save"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			tb.Skipf("%s not installed (Debian: apt-get install iptables)", bin)
-		}
-	}
-	self, err := os.Readlink("/proc/self/ns/net")
-	if host := os.Getenv(netnsEnv); err != nil || host == "" || self == host {
-		tb.Fatalf("refusing to touch iptables: not in a private network namespace (now %q, the parent's %q)", self, host)
-	}
-}
-
-// run runs a command and fails tb when it fails.
-func run(tb testing.TB, name string, args ...string) string {
-	tb.Helper()
-	out, err := exec.Command(name, args...).CombinedOutput()
-	if err != nil {
-		tb.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-// saveChains parses `iptables-save -t table` into chain → rules.
-func saveChains(tb testing.TB, table string) map[string][]string {
-	tb.Helper()
-	out := run(tb, "iptables-save", "-t", table)
-	chains := map[string][]string{}
-	for _, n := range iptsync.ChainsInSave([]byte(out)) {
-		chains[n] = nil
-	}
-	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(l, "-A ") {
-			n := strings.Fields(l)[1]
-			chains[n] = append(chains[n], l)
-		}
-	}
-	return chains
-}
-
-// flushAll empties the namespace's nat and filter tables between tests.
-func flushAll(tb testing.TB) {
-	tb.Helper()
-	for _, t := range []string{"nat", "filter"} {
-		run(tb, "iptables", "-t", t, "-F")
-		run(tb, "iptables", "-t", t, "-X")
-	}
-}
+var (
+	requireNetns = netnstest.Require
+	run          = netnstest.Run
+	saveChains   = netnstest.SaveChains
+	flushAll     = netnstest.FlushAll
+)
