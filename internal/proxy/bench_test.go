@@ -36,7 +36,7 @@ func BenchmarkFullSync(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				flushAll(b)
-				s := &syncer{w: d, fullSyncPeriod: time.Hour}
+				s := newSyncer(d, nil, time.Hour)
 				b.StartTimer()
 				if res, err = s.sync(time.Now(), in); err != nil {
 					b.Fatal(err)
@@ -66,7 +66,7 @@ func benchmarkPartialSync(b *testing.B, n int) {
 	}
 	flushAll(b)
 	defer flushAll(b)
-	s := &syncer{w: d, fullSyncPeriod: time.Hour}
+	s := newSyncer(d, nil, time.Hour)
 	if _, err := s.sync(time.Now(), in); err != nil {
 		b.Fatal(err)
 	}

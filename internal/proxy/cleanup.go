@@ -23,9 +23,9 @@ func Cleanup(log *slog.Logger) error {
 	return cleanup(d, log)
 }
 
-func cleanup(d *iptablesDriver, log *slog.Logger) error {
+func cleanup(d *iptsync.Driver, log *slog.Logger) error {
 	var errs []error
-	if err := d.jumps.Delete(); err != nil {
+	if err := d.Jumps.Delete(); err != nil {
 		errs = append(errs, err)
 	}
 	for _, table := range []string{"nat", "filter"} {

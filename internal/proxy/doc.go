@@ -23,11 +23,12 @@
 //
 // The package has three layers:
 //
-//   - Build (pure) computes the desired chains from an Input; render turns
-//     them into iptables-restore text, leaving out the per-service chains
-//     that did not change since the last write (a partial sync) and
-//     deleting the chains of services that are gone.
-//   - The driver applies that text with `iptables-restore --noflush` (each
+//   - Build (pure) computes the desired chains from an Input; iptsync
+//     (shared with the network policy enforcer) turns them into
+//     iptables-restore text, leaving out the per-service chains that did
+//     not change since the last write (a partial sync) and deleting the
+//     chains of services that are gone.
+//   - iptsync's driver applies that text with `iptables-restore --noflush` (each
 //     table one transaction) and keeps the jump rules from the built-in
 //     chains with go-iptables (checked on full syncs and every SyncPeriod).
 //     Large inputs start the nat table with a read-only "-S", which keeps

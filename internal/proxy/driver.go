@@ -4,17 +4,6 @@ import (
 	"orch/internal/iptsync"
 )
 
-// ruleWriter is what a sync needs from iptables.
-type ruleWriter interface {
-	// EnsureJumps makes the built-in chains jump to the proxy's chains. It
-	// reports whether a jump or chain was missing and had to be put back.
-	EnsureJumps() (repaired bool, err error)
-	// Restore applies iptables-restore input without flushing other chains.
-	Restore(data []byte) error
-	// Chains lists the chains of a table.
-	Chains(table string) ([]string, error)
-}
-
 var ctNew = []string{"-m", "conntrack", "--ctstate", "NEW"}
 
 // jumps are upstream's, in upstream's order; each is inserted at the top
@@ -36,27 +25,5 @@ var jumps = []iptsync.Jump{
 	{Table: "filter", From: "OUTPUT", To: chainFirewall},
 }
 
-// iptablesDriver is the real ruleWriter: go-iptables for the jump rules,
-// iptables-restore and iptables-save for the rest.
-type iptablesDriver struct {
-	*iptsync.Exec
-	jumps *iptsync.Jumps
-}
-
-var _ ruleWriter = (*iptablesDriver)(nil)
-
-func newIPTablesDriver() (*iptablesDriver, error) {
-	js, err := iptsync.NewJumps("proxy", jumps, false)
-	if err != nil {
-		return nil, err
-	}
-	e, err := iptsync.NewExec("proxy")
-	if err != nil {
-		return nil, err
-	}
-	return &iptablesDriver{Exec: e, jumps: js}, nil
-}
-
-// EnsureJumps creates the target chains when missing and inserts each jump
-// rule once, reporting whether anything was missing.
-func (d *iptablesDriver) EnsureJumps() (bool, error) { return d.jumps.Ensure() }
+// newIPTablesDriver finds iptables and the proxy's jumps.
+func newIPTablesDriver() (*iptsync.Driver, error) { return iptsync.NewDriver("proxy", jumps, false) }

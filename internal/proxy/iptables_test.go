@@ -31,7 +31,7 @@ func newRealSyncer(t *testing.T) *syncer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &syncer{w: d, ct: netlinkConntrack{}, fullSyncPeriod: time.Hour}
+	return newSyncer(d, netlinkConntrack{}, time.Hour)
 }
 
 // serviceChains returns the per-service chains of the nat table and their rules.
@@ -92,7 +92,7 @@ func TestIPTablesLifecycle(t *testing.T) {
 	}
 
 	// A second full sync keeps one copy of each jump rule.
-	s.needFull = true
+	s.NeedFull()
 	if _, err := s.sync(time.Now(), in); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestIPTablesLifecycle(t *testing.T) {
 	// puts the jump rules back and, since the reload may have flushed the
 	// proxy's chains too, rewrites everything.
 	run(t, "iptables", "-t", "nat", "-F", "PREROUTING")
-	s.jumpsDue = true
+	s.JumpsDue = true
 	if res, err := s.sync(time.Now(), changed); err != nil || !res.Full || countJumps(t) != len(jumps) {
 		t.Errorf("after PREROUTING was flushed: %+v, %v, %d jump rules, want a full sync and %d", res, err, countJumps(t), len(jumps))
 	}
@@ -152,7 +152,7 @@ func TestIPTablesLifecycle(t *testing.T) {
 	if res, err := s.sync(time.Now(), changed); err != nil || res.Full || res.Rules != 0 {
 		t.Errorf("unchanged sync onto flushed tables: %+v, %v; want a partial sync writing nothing", res, err)
 	}
-	s.jumpsDue = true
+	s.JumpsDue = true
 	if res, err := s.sync(time.Now(), changed); err != nil || !res.Full {
 		t.Fatalf("sync at the jump check: %+v, %v; want a successful full sync", res, err)
 	}

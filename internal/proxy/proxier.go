@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"orch/internal/iptsync"
+
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,7 +71,7 @@ func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Proxier, e
 	return newProxier(cfg, client, log, d, netlinkConntrack{})
 }
 
-func newProxier(cfg Config, client kubernetes.Interface, log *slog.Logger, w ruleWriter, ct conntrackCleaner) (*Proxier, error) {
+func newProxier(cfg Config, client kubernetes.Interface, log *slog.Logger, w iptsync.Writer, ct conntrackCleaner) (*Proxier, error) {
 	if cfg.NodeName == "" {
 		return nil, errors.New("proxy: Config.NodeName is required (the name of this node, to find its local endpoints)")
 	}
@@ -95,7 +97,7 @@ func newProxier(cfg Config, client kubernetes.Interface, log *slog.Logger, w rul
 	log = log.With("component", "proxy")
 	return &Proxier{
 		cfg: cfg, client: client, log: log,
-		s:      &syncer{w: w, ct: ct, fullSyncPeriod: cfg.FullSyncPeriod},
+		s:      newSyncer(w, ct, cfg.FullSyncPeriod),
 		health: newHealthServer(log, 2*cfg.SyncPeriod),
 		kick:   make(chan struct{}, 1),
 		ready:  make(chan struct{}),
@@ -197,7 +199,7 @@ func (p *Proxier) run(ctx context.Context, list func() Input) {
 			return
 		case <-p.kick:
 		case <-periodic.C:
-			p.s.jumpsDue = true
+			p.s.JumpsDue = true
 		case <-retry.C:
 		}
 		if wait := p.cfg.MinSyncPeriod - time.Since(last); !last.IsZero() && wait > 0 {

@@ -59,7 +59,7 @@ func (f *fakeConntrack) DeleteFlows(fl netlink.CustomConntrackFilter) (uint, err
 func TestSyncerFullAndPartial(t *testing.T) {
 	w := &fakeWriter{existing: []string{"KUBE-SVC-STALESTALESTALE1"}}
 	ct := &fakeConntrack{}
-	s := &syncer{w: w, ct: ct, fullSyncPeriod: time.Hour}
+	s := newSyncer(w, ct, time.Hour)
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	in := loadInput(t, "protocols")
 
@@ -82,12 +82,12 @@ func TestSyncerFullAndPartial(t *testing.T) {
 		t.Errorf("unchanged sync cleaned conntrack")
 	}
 
-	s.jumpsDue = true // as on a SyncPeriod tick
+	s.JumpsDue = true // as on a SyncPeriod tick
 	if res, err := s.sync(t0.Add(90*time.Second), in); err != nil || res.Full || w.jumps != 2 {
 		t.Errorf("periodic sync: %+v, %v, jumps %d; want partial with the jumps checked", res, err, w.jumps)
 	}
 
-	s.jumpsDue, w.lostJumps = true, true // a firewall reload flushed the tables
+	s.JumpsDue, w.lostJumps = true, true // a firewall reload flushed the tables
 	if res, err := s.sync(t0.Add(100*time.Second), in); err != nil || !res.Full || len(w.restores) != 2 {
 		t.Errorf("sync after a jump was put back: %+v, %v, restores %d; want a full one", res, err, len(w.restores))
 	}
