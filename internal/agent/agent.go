@@ -68,6 +68,10 @@ type Config struct {
 	NetworkBackend string
 	// DisableProxy leaves Services to another proxy (--disable-proxy).
 	DisableProxy bool
+	// DisableNetworkPolicy leaves NetworkPolicies to another enforcer
+	// (--disable-network-policy); the agent then removes rules of its own
+	// an earlier run left.
+	DisableNetworkPolicy bool
 	// NotifySystemd tells systemd the agent is ready once it has joined
 	// (a server's own agent leaves that to the server).
 	NotifySystemd bool

@@ -12,6 +12,7 @@ import (
 	"orch/internal/cidr"
 	"orch/internal/dns"
 	"orch/internal/join"
+	"orch/internal/netpol"
 	"orch/internal/network"
 	"orch/internal/proxy"
 	"orch/internal/run"
@@ -19,7 +20,8 @@ import (
 
 // clusterNetwork is the node's part of the cluster network: routes to the
 // other nodes' pods and masquerade (network.Router), the Service proxy
-// (proxy.Proxier, unless --disable-proxy) and the cluster DNS, which
+// (proxy.Proxier, unless --disable-proxy), NetworkPolicy enforcement
+// (netpol.Enforcer, unless --disable-network-policy) and the cluster DNS, which
 // answers on the pod network's gateway once cni knows the node's podCIDR.
 // Each acts under its own identity (see componentClient).
 func clusterNetwork(c checked, cluster join.Cluster, creds *join.Credentials, cni *network.CNIConfigWriter, log *slog.Logger) ([]run.Named, error) {
@@ -44,6 +46,18 @@ func clusterNetwork(c checked, cluster join.Cluster, creds *join.Credentials, cn
 			return nil, err
 		}
 		parts = append(parts, run.Named{Name: "service proxy", Runnable: p})
+	}
+	if c.DisableNetworkPolicy {
+		if err := netpol.Cleanup(log); err != nil {
+			log.Warn("could not remove network policy rules of an earlier run", "err", err)
+		}
+	} else {
+		// The pod network's identity: network policy is part of it.
+		e, err := netpol.New(netpol.Config{NodeName: c.NodeName}, routesClient, log)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, run.Named{Name: "network policy", Runnable: e})
 	}
 	dnsClient, err := componentClient(creds, join.DNSUser, "cluster DNS", log)
 	if err != nil {
@@ -88,9 +102,9 @@ func componentClient(creds *join.Credentials, user, component string, log *slog.
 }
 
 // Cleanup removes what the agent's cluster network wrote into the host:
-// the Service proxy's iptables rules, the routes and VXLAN device, the
-// masquerade rules. Other programs' rules stay. `orch agent cleanup`
+// the Service proxy's and the network policy's iptables rules, the routes
+// and VXLAN device, the masquerade rules. Other programs' rules stay. `orch agent cleanup`
 // runs it, with the agent stopped.
 func Cleanup(log *slog.Logger) error {
-	return errors.Join(proxy.Cleanup(log), network.CleanupRoutes(log))
+	return errors.Join(proxy.Cleanup(log), netpol.Cleanup(log), network.CleanupRoutes(log))
 }

@@ -62,6 +62,7 @@ func nodeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "network-backend", Value: network.BackendVXLAN, Usage: "how pods reach pods on other nodes: vxlan (works across routed networks), " +
 			"host-gw (direct routes; nodes must share a link) or none (another network plugin does it)"},
 		&cli.BoolFlag{Name: "disable-proxy", Usage: "do not program Services into iptables (another service proxy does it)"},
+		&cli.BoolFlag{Name: "disable-network-policy", Usage: "do not enforce NetworkPolicies (another network policy controller does it); orch's rules, if any, are removed at start"},
 		&cli.StringFlag{Name: "resolv-conf", Value: "/etc/resolv.conf", Usage: "the node's resolver configuration: the cluster DNS forwards other names to its servers, and pods with dnsPolicy Default get it"},
 		&cli.BoolFlag{Name: "seccomp-default", Usage: "run containers that name no seccomp profile with the runtime's default profile (RuntimeDefault) instead of none"},
 		&cli.StringSliceFlag{Name: "allowed-unsafe-sysctls", Usage: "namespaced sysctls (or patterns ending in *, e.g. kernel.msg*) pods may set beyond the safe ones"},
@@ -115,6 +116,7 @@ func agentConfig(c *cli.Context) (agent.Config, error) {
 		EvictionHard:             evictionHard,
 		NetworkBackend:           c.String("network-backend"),
 		DisableProxy:             c.Bool("disable-proxy"),
+		DisableNetworkPolicy:     c.Bool("disable-network-policy"),
 		ResolvConf:               c.String("resolv-conf"),
 		PrivateRegistry:          c.String("private-registry"),
 	}, nil

@@ -40,10 +40,11 @@ type request struct {
 // collections are the resources whose lists and watches the node's
 // informers make and the store records: its pods, the Services and
 // EndpointSlices its proxy and DNS serve, the Nodes its routes follow,
-// the endpoints of the servers it follows, the runtime classes.
+// the endpoints of the servers it follows, the runtime classes, and the
+// NetworkPolicies (with every pod and namespace) it enforces.
 var collections = map[string]bool{
 	"pods": true, "services": true, "endpointslices": true, "nodes": true,
-	"endpoints": true, "runtimeclasses": true,
+	"endpoints": true, "runtimeclasses": true, "networkpolicies": true, "namespaces": true,
 }
 
 // objects are the resources the node reads one by one (GET) and the

@@ -26,6 +26,10 @@ func orchClusterRoles() []rbacv1.ClusterRole {
 			// The agent's routes to other nodes' pod CIDRs follow every
 			// Node (internal/network/routes.go).
 			verbs("get", "list", "watch").groups(core).resources("nodes"),
+			// Its network policy enforcement follows the policies and
+			// the pods and namespaces they select (internal/netpol).
+			verbs("list", "watch").groups(core).resources("pods", "namespaces"),
+			verbs("list", "watch").groups(networking).resources("networkpolicies"),
 		),
 	}
 }

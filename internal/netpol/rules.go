@@ -1,0 +1,257 @@
+package netpol
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"orch/internal/iptsync"
+)
+
+// Input is everything the rules of one node depend on.
+type Input struct {
+	NodeName   string
+	Policies   []*networkingv1.NetworkPolicy
+	Pods       []*v1.Pod // every pod of the cluster: targets and peers
+	Namespaces []*v1.Namespace
+}
+
+// Ruleset is the desired content of every chain the enforcer owns, all in
+// the filter table: the fixed chains first.
+type Ruleset struct {
+	Chains   []iptsync.Chain
+	Pods     int // pods of this node isolated in a direction
+	Policies int // policy chains
+}
+
+// direction is what differs between ingress and egress rules.
+type direction struct {
+	name     string // "ingress", "egress"
+	mark     string
+	podChain string // prefix of the per-pod chain
+	peerFlag string // the peer's side of a packet: "-s" for ingress
+	ownFlag  string // the isolated pod's side: "-d" for ingress
+}
+
+var (
+	ingress = direction{"ingress", markIngress, prefixPodIn, "-s", "-d"}
+	egress  = direction{"egress", markEgress, prefixPodOut, "-d", "-s"}
+)
+
+// Build computes the rules of in.NodeName. It is pure: the same input
+// always gives the same output, byte for byte.
+func Build(in Input) *Ruleset {
+	nsLabels := map[string]labels.Set{}
+	for _, ns := range in.Namespaces {
+		nsLabels[ns.Name] = labels.Set(ns.Labels)
+	}
+	pods := podsOf(in.Pods)
+	policies := append([]*networkingv1.NetworkPolicy(nil), in.Policies...)
+	sort.Slice(policies, func(i, j int) bool {
+		if policies[i].Namespace != policies[j].Namespace {
+			return policies[i].Namespace < policies[j].Namespace
+		}
+		return policies[i].Name < policies[j].Name
+	})
+
+	b := builder{pods: pods, nsLabels: nsLabels, in: map[string][]string{}, out: map[string][]string{}}
+	for _, p := range policies {
+		isIn, isOut := policyTypes(p)
+		sel := selector(&p.Spec.PodSelector)
+		var targets []*pod
+		for _, q := range pods {
+			if q.node == in.NodeName && q.namespace == p.Namespace && sel.Matches(q.labels) {
+				targets = append(targets, q)
+			}
+		}
+		if len(targets) == 0 {
+			continue // nothing of this node to enforce
+		}
+		key := p.Namespace + "/" + p.Name
+		for _, x := range []struct {
+			d     direction
+			on    bool
+			rules []rule
+			chain map[string][]string
+		}{{ingress, isIn, rulesOf(p, ingress), b.in}, {egress, isOut, rulesOf(p, egress), b.out}} {
+			if !x.on {
+				continue
+			}
+			c := b.policy(x.d, key, p.Namespace, x.rules, targets)
+			for _, t := range targets {
+				x.chain[t.key] = append(x.chain[t.key], c)
+			}
+		}
+	}
+	return b.finish(pods, in.NodeName)
+}
+
+// rule is an ingress or an egress rule.
+type rule struct {
+	ports []networkingv1.NetworkPolicyPort
+	peers []networkingv1.NetworkPolicyPeer
+}
+
+func rulesOf(p *networkingv1.NetworkPolicy, d direction) []rule {
+	var out []rule
+	if d.name == "ingress" {
+		for _, r := range p.Spec.Ingress {
+			out = append(out, rule{r.Ports, r.From})
+		}
+		return out
+	}
+	for _, r := range p.Spec.Egress {
+		out = append(out, rule{r.Ports, r.To})
+	}
+	return out
+}
+
+type builder struct {
+	pods     []*pod
+	nsLabels map[string]labels.Set
+	chains   []iptsync.Chain     // the policies' chains
+	in, out  map[string][]string // pod key → its policies' chains
+}
+
+// policy writes the chain of one policy in one direction, with the chains
+// of its ipBlocks that have exceptions, and returns its name. The chain
+// marks the packets the policy allows; targets are the pods of this node
+// it selects (where an ingress rule's named ports are resolved).
+func (b *builder) policy(d direction, key, ns string, rules []rule, targets []*pod) string {
+	name := chainName(prefixPolicy, key+"/"+d.name)
+	var w strings.Builder
+	allow := "-j MARK --set-xmark " + d.mark + "/" + d.mark + "\n"
+	for i, r := range rules {
+		for j, pe := range peers(r.peers, ns, b.pods, b.nsLabels) {
+			matches := b.portMatches(d, r.ports, pe, targets)
+			if len(matches) == 0 {
+				continue
+			}
+			from := ""
+			if pe.cidr != "" {
+				from = d.peerFlag + " " + pe.cidr + " "
+			}
+			if len(pe.except) == 0 {
+				for _, m := range matches {
+					fmt.Fprintf(&w, "-A %s %s%s%s", name, from, m, allow)
+				}
+				continue
+			}
+			// An ipBlock with exceptions: its own chain returns for
+			// each exception before it marks.
+			sub := chainName(prefixPolicy, fmt.Sprintf("%s/%s/%d/%d", key, d.name, i, j))
+			fmt.Fprintf(&w, "-A %s %s-j %s\n", name, from, sub)
+			var sw strings.Builder
+			for _, e := range pe.except {
+				fmt.Fprintf(&sw, "-A %s %s %s -j RETURN\n", sub, d.peerFlag, e)
+			}
+			for _, m := range matches {
+				fmt.Fprintf(&sw, "-A %s %s%s", sub, m, allow)
+			}
+			b.chains = append(b.chains, iptsync.Chain{Name: sub, Rules: sw.String()})
+		}
+	}
+	b.chains = append(b.chains, iptsync.Chain{Name: name, Rules: w.String()})
+	return name
+}
+
+// portMatches are the matches (each "" or ending in a space) of a rule's
+// ports for one peer: no ports is every port. A named port is resolved on
+// the pod it names a port of: the isolated target for ingress, the peer
+// (or, for a block or anyone, every pod in it) for egress. A name that
+// resolves nowhere matches nothing.
+func (b *builder) portMatches(d direction, ports []networkingv1.NetworkPolicyPort, pe peer, targets []*pod) []string {
+	if len(ports) == 0 {
+		return []string{""}
+	}
+	var out []string
+	for _, p := range ports {
+		proto := v1.ProtocolTCP
+		if p.Protocol != nil {
+			proto = *p.Protocol
+		}
+		lp := strings.ToLower(string(proto))
+		switch {
+		case p.Port == nil:
+			out = append(out, "-p "+lp+" ")
+		case p.Port.Type == intstr.Int:
+			dport := strconv.Itoa(int(p.Port.IntVal))
+			if p.EndPort != nil && *p.EndPort > p.Port.IntVal {
+				dport += ":" + strconv.Itoa(int(*p.EndPort))
+			}
+			out = append(out, fmt.Sprintf("-p %s -m %s --dport %s ", lp, lp, dport))
+		default:
+			var on []*pod
+			switch {
+			case d.name == "ingress":
+				on = targets
+			case pe.pod != nil:
+				on = []*pod{pe.pod}
+			default:
+				for _, q := range b.pods {
+					if pe.contains(q.ip) {
+						on = append(on, q)
+					}
+				}
+			}
+			for _, q := range on {
+				if n := q.namedPort(p.Port.StrVal, proto); n != 0 {
+					out = append(out, fmt.Sprintf("-d %s/32 -p %s -m %s --dport %d ", q.ip, lp, lp, n))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// finish writes the per-pod chains and the fixed chains that lead to them.
+func (b *builder) finish(pods []*pod, node string) *Ruleset {
+	rs := &Ruleset{Policies: len(b.chains)}
+	var fwd, input strings.Builder
+	established := "-m conntrack --ctstate RELATED,ESTABLISHED -j RETURN\n"
+	fwd.WriteString("-A " + chainForward + " " + established)
+	input.WriteString("-A " + chainInput + " " + established)
+	for _, q := range pods {
+		if q.node != node {
+			continue
+		}
+		for _, d := range []direction{egress, ingress} {
+			policies := b.in[q.key]
+			if d.name == "egress" {
+				policies = b.out[q.key]
+			}
+			if len(policies) == 0 {
+				continue
+			}
+			rs.Pods++
+			c := chainName(d.podChain, q.key)
+			hook := fmt.Sprintf("%s %s/32 -m comment --comment \"%s %s\" -j %s\n", d.ownFlag, q.ip, q.key, d.name, c)
+			fwd.WriteString("-A " + chainForward + " " + hook)
+			if d.name == "egress" {
+				input.WriteString("-A " + chainInput + " " + hook) // to its own node
+			}
+			var w strings.Builder
+			if d.name == "ingress" {
+				// The node itself (the kubelet's probes) always reaches
+				// its pods, as upstream's implementations allow.
+				fmt.Fprintf(&w, "-A %s -m addrtype --src-type LOCAL -j RETURN\n", c)
+			}
+			fmt.Fprintf(&w, "-A %s -j MARK --set-xmark 0x0/%s\n", c, d.mark)
+			for _, p := range policies {
+				fmt.Fprintf(&w, "-A %s -j %s\n", c, p)
+			}
+			fmt.Fprintf(&w, "-A %s -m mark --mark %s/%s -j RETURN\n", c, d.mark, d.mark)
+			fmt.Fprintf(&w, "-A %s -m comment --comment \"network policy denies %s of %s\" -j REJECT --reject-with icmp-port-unreachable\n", c, d.name, q.key)
+			rs.Chains = append(rs.Chains, iptsync.Chain{Name: c, Rules: w.String()})
+		}
+	}
+	fixed := []iptsync.Chain{{Name: chainForward, Rules: fwd.String()}, {Name: chainInput, Rules: input.String()}}
+	rs.Chains = append(append(fixed, rs.Chains...), b.chains...)
+	return rs
+}

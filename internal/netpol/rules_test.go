@@ -1,0 +1,146 @@
+package netpol
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"orch/internal/goldentest"
+	"orch/internal/iptsync"
+)
+
+// loadInput reads testdata/<name>.yaml, a stream of Namespaces, Pods and
+// NetworkPolicies.
+func loadInput(t *testing.T, name, node string) Input {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Input{NodeName: node}
+	r := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for {
+		doc, err := r.Read()
+		if err != nil {
+			break
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
+		if err != nil {
+			t.Fatalf("%s.yaml: %v", name, err)
+		}
+		switch o := obj.(type) {
+		case *v1.Namespace:
+			in.Namespaces = append(in.Namespaces, o)
+		case *v1.Pod:
+			in.Pods = append(in.Pods, o)
+		case *networkingv1.NetworkPolicy:
+			in.Policies = append(in.Policies, o)
+		default:
+			t.Fatalf("%s.yaml: unexpected %T", name, obj)
+		}
+	}
+	return in
+}
+
+func text(rs *Ruleset) string {
+	return string(iptsync.Render([]iptsync.Table{{Name: "filter", Chains: rs.Chains}}, nil, true).Data)
+}
+
+func TestBuildGolden(t *testing.T) {
+	for _, node := range []string{"n1", "n2"} {
+		t.Run(node, func(t *testing.T) {
+			rs := Build(loadInput(t, "policies", node))
+			goldentest.Check(t, filepath.Join("testdata", "policies-"+node+".golden"), []byte(text(rs)))
+		})
+	}
+}
+
+// rulesOfChain returns the rule lines of chain in restore text.
+func rulesOfChain(text, chain string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "-A "+chain+" ") {
+			out = append(out, strings.TrimPrefix(l, "-A "+chain+" "))
+		}
+	}
+	return out
+}
+
+// TestBuild checks what the policies of testdata/policies.yaml mean on
+// node n1, rule by rule.
+func TestBuild(t *testing.T) {
+	in := loadInput(t, "policies", "n1")
+	out := text(Build(in))
+	webIn := chainName(prefixPodIn, "a/web-1")
+	clientOut := chainName(prefixPodOut, "b/client-1")
+	deny := chainName(prefixPolicy, "a/deny/ingress")
+	fromBlue := chainName(prefixPolicy, "a/from-blue/ingress")
+	egressChain := chainName(prefixPolicy, "b/egress/egress")
+	for _, tc := range []struct {
+		name, chain string
+		want        []string // rules that must be there
+		not         []string // rules that must not
+	}{
+		{"established traffic passes first", chainForward, []string{"-m conntrack --ctstate RELATED,ESTABLISHED -j RETURN"}, nil},
+		{"a local pod isolated for ingress is hooked by its address", chainForward,
+			[]string{`-d 10.42.1.10/32 -m comment --comment "a/web-1 ingress" -j ` + webIn,
+				`-s 10.42.1.20/32 -m comment --comment "b/client-1 egress" -j ` + clientOut},
+			[]string{`-d 10.42.2.10/32`, `-d 10.42.1.20/32`}},
+		{"egress to the node itself is checked too", chainInput, []string{`-s 10.42.1.20/32 -m comment --comment "b/client-1 egress" -j ` + clientOut}, []string{"-d 10.42.1.10/32"}},
+		{"the pod's chain: the node passes, every policy selecting it, then reject", webIn, []string{
+			"-m addrtype --src-type LOCAL -j RETURN", "-j MARK --set-xmark 0x0/0x10000", "-j " + deny, "-j " + fromBlue,
+			"-m mark --mark 0x10000/0x10000 -j RETURN", `-m comment --comment "network policy denies ingress of a/web-1" -j REJECT --reject-with icmp-port-unreachable`}, nil},
+		{"egress: no exception for the node", clientOut, []string{"-j " + egressChain}, []string{"-m addrtype --src-type LOCAL -j RETURN"}},
+		{"a default deny allows nothing", deny, nil, []string{"-j MARK"}},
+		{"namespace and pod selector together, by number and by name (resolved on the target)", fromBlue, []string{
+			"-s 10.42.1.20/32 -p tcp -m tcp --dport 8080 -j MARK --set-xmark 0x10000/0x10000",
+			"-s 10.42.2.20/32 -p tcp -m tcp --dport 8080 -j MARK --set-xmark 0x10000/0x10000",
+			"-s 10.42.2.20/32 -d 10.42.1.10/32 -p tcp -m tcp --dport 8080 -j MARK --set-xmark 0x10000/0x10000",
+			"-s 10.42.2.20/32 -d 10.42.1.10/32 -p udp -m udp --dport 5353 -j MARK --set-xmark 0x10000/0x10000",
+			"-s 192.168.0.0/16 -j " + chainName(prefixPolicy, "a/from-blue/ingress/1/0"),
+		}, []string{"10.42.1.10/32 -p tcp -m tcp --dport 8081"}},
+		{"an ipBlock's exceptions return before its ports mark", chainName(prefixPolicy, "a/from-blue/ingress/1/0"), []string{
+			"-s 192.168.1.0/24 -j RETURN", "-p sctp -m sctp --dport 7000:7010 -j MARK --set-xmark 0x10000/0x10000"}, nil},
+		{"egress: a namespace by name, DNS anywhere, a named port resolved on every pod that has it", egressChain, []string{
+			"-d 10.42.1.10/32 -j MARK --set-xmark 0x20000/0x20000", "-d 10.42.2.10/32 -j MARK --set-xmark 0x20000/0x20000",
+			"-p udp -m udp --dport 53 -j MARK --set-xmark 0x20000/0x20000",
+			"-d 10.42.1.10/32 -p tcp -m tcp --dport 8080 -j MARK --set-xmark 0x20000/0x20000",
+			"-d 10.42.2.10/32 -p tcp -m tcp --dport 8081 -j MARK --set-xmark 0x20000/0x20000",
+			"-d 10.42.2.20/32 -p tcp -m tcp --dport 9090 -j MARK --set-xmark 0x20000/0x20000",
+			"-d 10.0.0.0/8 -j " + chainName(prefixPolicy, "b/egress/egress/2/0"),
+		}, nil},
+		{"egress exceptions", chainName(prefixPolicy, "b/egress/egress/2/0"), []string{"-d 10.42.0.0/16 -j RETURN", "-j MARK --set-xmark 0x20000/0x20000"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := rulesOfChain(out, tc.chain)
+			for _, w := range tc.want {
+				if !slices.Contains(got, w) {
+					t.Errorf("%s lacks %q; has:\n%s", tc.chain, w, strings.Join(got, "\n"))
+				}
+			}
+			for _, n := range tc.not {
+				for _, g := range got {
+					if strings.Contains(g, n) {
+						t.Errorf("%s has %q, which it must not", tc.chain, g)
+					}
+				}
+			}
+		})
+	}
+	// The egress policy is Egress only: no ingress chain for b's clients.
+	if strings.Contains(out, chainName(prefixPodIn, "b/client-1")) {
+		t.Error("an Egress-only policy isolated b/client-1 for ingress")
+	}
+}
