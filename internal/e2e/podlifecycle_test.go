@@ -61,12 +61,19 @@ func getPod(t *testing.T, client kubernetes.Interface, name string) *corev1.Pod 
 	return p
 }
 
-// waitPod polls pod name until cond says "" (or fails after timeout).
+// waitPod polls pod name of namespace default until cond says "" (or
+// fails after timeout).
 func waitPod(t *testing.T, client kubernetes.Interface, name string, timeout time.Duration, cond func(p *corev1.Pod) string) *corev1.Pod {
+	t.Helper()
+	return waitPodNS(t, client, "default", name, timeout, cond)
+}
+
+// waitPodNS is waitPod in namespace ns.
+func waitPodNS(t *testing.T, client kubernetes.Interface, ns, name string, timeout time.Duration, cond func(p *corev1.Pod) string) *corev1.Pod {
 	t.Helper()
 	var last *corev1.Pod
 	eventually(t, timeout, func() string {
-		p, err := client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+		p, err := client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return err.Error()
 		}
