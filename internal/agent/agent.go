@@ -72,6 +72,11 @@ type Config struct {
 	// (--disable-network-policy); the agent then removes rules of its own
 	// an earlier run left.
 	DisableNetworkPolicy bool
+	// IngressHTTPPort and IngressHTTPSPort are where the built-in Ingress
+	// controller listens (--ingress-http-port, --ingress-https-port), once
+	// the servers have its IngressClass; 0 or less: that port is not
+	// served.
+	IngressHTTPPort, IngressHTTPSPort int
 	// NotifySystemd tells systemd the agent is ready once it has joined
 	// (a server's own agent leaves that to the server).
 	NotifySystemd bool

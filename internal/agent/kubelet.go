@@ -94,7 +94,7 @@ func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kub
 		return nil, err
 	}
 	cni := network.NewCNIConfigWriter(cniConfig(c), client, rt, log)
-	netParts, err := clusterNetwork(c, cluster, creds, cni, log)
+	netParts, err := clusterNetwork(c, cluster, creds, cni, km, log)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,9 @@ import (
 
 	"orch/internal/cidr"
 	"orch/internal/dns"
+	"orch/internal/ingress"
 	"orch/internal/join"
+	"orch/internal/kubelet/metrics"
 	"orch/internal/netpol"
 	"orch/internal/network"
 	"orch/internal/proxy"
@@ -21,10 +23,11 @@ import (
 // clusterNetwork is the node's part of the cluster network: routes to the
 // other nodes' pods and masquerade (network.Router), the Service proxy
 // (proxy.Proxier, unless --disable-proxy), NetworkPolicy enforcement
-// (netpol.Enforcer, unless --disable-network-policy) and the cluster DNS, which
+// (netpol.Enforcer, unless --disable-network-policy), the Ingress
+// controller (ingress.Server, on the Ingress ports) and the cluster DNS, which
 // answers on the pod network's gateway once cni knows the node's podCIDR.
 // Each acts under its own identity (see componentClient).
-func clusterNetwork(c checked, cluster join.Cluster, creds *join.Credentials, cni *network.CNIConfigWriter, log *slog.Logger) ([]run.Named, error) {
+func clusterNetwork(c checked, cluster join.Cluster, creds *join.Credentials, cni *network.CNIConfigWriter, km *metrics.Kubelet, log *slog.Logger) ([]run.Named, error) {
 	routesClient, err := componentClient(creds, join.NetworkUser, "pod routes", log)
 	if err != nil {
 		return nil, err
@@ -58,6 +61,27 @@ func clusterNetwork(c checked, cluster join.Cluster, creds *join.Credentials, cn
 			return nil, err
 		}
 		parts = append(parts, run.Named{Name: "network policy", Runnable: e})
+	}
+	if c.IngressHTTPPort > 0 || c.IngressHTTPSPort > 0 {
+		ingressClient, err := componentClient(creds, join.IngressUser, "Ingress controller", log)
+		if err != nil {
+			return nil, err
+		}
+		m := ingress.NewMetrics()
+		if err := km.Register(m.Collectors()...); err != nil {
+			return nil, fmt.Errorf("orch agent: Ingress metrics: %w", err)
+		}
+		listen := func(port int) string {
+			if port <= 0 {
+				return ""
+			}
+			return fmt.Sprintf(":%d", port)
+		}
+		srv, err := ingress.New(ingress.Config{HTTPAddr: listen(c.IngressHTTPPort), HTTPSAddr: listen(c.IngressHTTPSPort)}, ingressClient, m, log)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, run.Named{Name: "Ingress controller", Runnable: srv})
 	}
 	dnsClient, err := componentClient(creds, join.DNSUser, "cluster DNS", log)
 	if err != nil {

@@ -62,6 +62,8 @@ func nodeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "network-backend", Value: network.BackendVXLAN, Usage: "how pods reach pods on other nodes: vxlan (works across routed networks), " +
 			"host-gw (direct routes; nodes must share a link) or none (another network plugin does it)"},
 		&cli.BoolFlag{Name: "disable-proxy", Usage: "do not program Services into iptables (another service proxy does it)"},
+		&cli.IntFlag{Name: "ingress-http-port", Value: 80, Usage: "port of the built-in Ingress controller for HTTP on this node (0: none); it listens once the servers have the IngressClass orch (orch server --disable ingress leaves it out)"},
+		&cli.IntFlag{Name: "ingress-https-port", Value: 443, Usage: "port of the built-in Ingress controller for HTTPS on this node (0: none)"},
 		&cli.BoolFlag{Name: "disable-network-policy", Usage: "do not enforce NetworkPolicies (another network policy controller does it); orch's rules, if any, are removed at start"},
 		&cli.StringFlag{Name: "resolv-conf", Value: "/etc/resolv.conf", Usage: "the node's resolver configuration: the cluster DNS forwards other names to its servers, and pods with dnsPolicy Default get it"},
 		&cli.BoolFlag{Name: "seccomp-default", Usage: "run containers that name no seccomp profile with the runtime's default profile (RuntimeDefault) instead of none"},
@@ -117,6 +119,8 @@ func agentConfig(c *cli.Context) (agent.Config, error) {
 		NetworkBackend:           c.String("network-backend"),
 		DisableProxy:             c.Bool("disable-proxy"),
 		DisableNetworkPolicy:     c.Bool("disable-network-policy"),
+		IngressHTTPPort:          c.Int("ingress-http-port"),
+		IngressHTTPSPort:         c.Int("ingress-https-port"),
 		ResolvConf:               c.String("resolv-conf"),
 		PrivateRegistry:          c.String("private-registry"),
 	}, nil

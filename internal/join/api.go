@@ -38,14 +38,16 @@ const (
 	// NetworkUser is the pod network's routes between nodes
 	// (internal/network's Router).
 	NetworkUser = "system:orch-network"
+	// IngressUser is the built-in Ingress controller (internal/ingress).
+	IngressUser = "system:orch-ingress"
 )
 
 // ComponentUsers are the users of the agent's components, in a fixed order.
-func ComponentUsers() []string { return []string{KubeProxyUser, DNSUser, NetworkUser} }
+func ComponentUsers() []string { return []string{KubeProxyUser, DNSUser, NetworkUser, IngressUser} }
 
 // IsComponentUser reports whether user is one of ComponentUsers.
 func IsComponentUser(user string) bool {
-	return user == KubeProxyUser || user == DNSUser || user == NetworkUser
+	return user == KubeProxyUser || user == DNSUser || user == NetworkUser || user == IngressUser
 }
 
 // Node password secrets: the first agent that joins as NAME stores a hash of

@@ -59,7 +59,7 @@ func TestComponentIdentities(t *testing.T) {
 		asked = append(asked, user)
 	}
 	slices.Sort(asked)
-	if want := []string{"system:kube-proxy", "system:orch-dns", "system:orch-network"}; !slices.Equal(asked, want) {
+	if want := []string{"system:kube-proxy", "system:orch-dns", "system:orch-ingress", "system:orch-network"}; !slices.Equal(asked, want) {
 		t.Errorf("component CSRs for %v, want %v", asked, want)
 	}
 	if got := whoami(t, creds.RESTConfig()); got != "system:node:n1" {
@@ -182,8 +182,8 @@ func TestComponentsAfterUpgrade(t *testing.T) {
 	if got := whoami(t, rc); got != DNSUser {
 		t.Errorf("after renewal the same rest.Config acts as %q, want %s", got, DNSUser)
 	}
-	if data, _ := os.ReadFile(filepath.Join(tlsDir, ComponentsFile)); len(strings.Fields(string(data))) != 3 {
-		t.Errorf("components file %q after renewal, want three users", data)
+	if data, _ := os.ReadFile(filepath.Join(tlsDir, ComponentsFile)); len(strings.Fields(string(data))) != len(ComponentUsers()) {
+		t.Errorf("components file %q after renewal, want one line per component user", data)
 	}
 }
 

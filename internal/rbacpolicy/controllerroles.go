@@ -196,6 +196,8 @@ func controllerClusterRoles() []rbacv1.ClusterRole {
 			// Services, Nodes and EndpointSlices it reads come from the
 			// controller manager's shared informers.
 			verbs("update").groups(core).resources("services/status"),
+			// And of the built-in Ingress controller's Ingresses.
+			verbs("update").groups(networking).resources("ingresses/status"),
 		),
 	}
 }

@@ -17,6 +17,9 @@ const (
 	// NetworkUser is the agent's pod network, which routes every node's pod
 	// CIDR (it watches all Nodes), bound to the ClusterRole of the same name.
 	NetworkUser = "system:orch-network"
+	// IngressUser is the agent's Ingress controller, bound to the
+	// ClusterRole of the same name.
+	IngressUser = "system:orch-ingress"
 	// ManifestsUser applies the auto-applied manifests directory; it is
 	// bound to cluster-admin, since those manifests may hold anything.
 	ManifestsUser = "system:orch-manifests"
@@ -102,7 +105,7 @@ const (
 // refusal of such a user means the policy lacks a rule.
 func IsComponent(user string) bool {
 	switch user {
-	case ControllerManagerUser, SchedulerUser, ProxyUser, DNSUser, NetworkUser, ManifestsUser, KubeletClientUser:
+	case ControllerManagerUser, SchedulerUser, ProxyUser, DNSUser, NetworkUser, IngressUser, ManifestsUser, KubeletClientUser:
 		return true
 	}
 	for _, sa := range ControllerServiceAccounts {

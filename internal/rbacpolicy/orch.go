@@ -31,6 +31,14 @@ func orchClusterRoles() []rbacv1.ClusterRole {
 			verbs("list", "watch").groups(core).resources("pods", "namespaces"),
 			verbs("list", "watch").groups(networking).resources("networkpolicies"),
 		),
+		clusterRole(IngressUser,
+			// The agent's Ingress controller routes by Ingresses and
+			// their classes to Services' endpoints, and serves the
+			// certificates of TLS Secrets (internal/ingress).
+			verbs("list", "watch").groups(networking).resources("ingresses", "ingressclasses"),
+			verbs("list", "watch").groups(core).resources("services", "secrets"),
+			verbs("list", "watch").groups(discovery).resources("endpointslices"),
+		),
 	}
 }
 
@@ -38,6 +46,7 @@ func orchClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 	return []rbacv1.ClusterRoleBinding{
 		clusterBinding(DNSUser, users(DNSUser)),
 		clusterBinding(NetworkUser, users(NetworkUser)),
+		clusterBinding(IngressUser, users(IngressUser)),
 		// The manifests directory is the administrator's: anything in it
 		// is applied.
 		namedClusterBinding(ManifestsUser, "cluster-admin", users(ManifestsUser)),

@@ -10,7 +10,8 @@
 // externalTrafficPolicy Local only nodes that run a ready endpoint of the
 // Service are listed, since the others drop such traffic to keep the
 // client's address. A Service that stops being a LoadBalancer loses its
-// ingress.
+// ingress. The Ingresses of the built-in Ingress controller get the same
+// nodes' addresses (ingress.go).
 package servicelb
 
 import (
@@ -51,6 +52,7 @@ type Controller struct {
 	slices   discoverylisters.EndpointSliceLister
 	synced   []cache.InformerSynced
 	queue    workqueue.TypedRateLimitingInterface[string]
+	ing      *ingresses
 }
 
 // New builds the controller on the shared informers of ctx.Informers.
@@ -92,10 +94,14 @@ func New(ctx controller.Context) *Controller {
 		}
 	}
 	c.synced = []cache.InformerSynced{svcReg.HasSynced, nodeReg.HasSynced, sliceReg.HasSynced}
+	c.ing = newIngresses(ctx, c)
 	return c
 }
 
 func (c *Controller) enqueueAll() {
+	if c.ing != nil {
+		c.ing.enqueueAll() // an Ingress lists the nodes too
+	}
 	all, err := c.services.List(labels.Everything())
 	if err != nil {
 		return
@@ -119,9 +125,18 @@ func (c *Controller) sliceChanged(obj any) {
 	}
 }
 
-// Start runs the workers until ctx ends.
+// Start runs the workers of Services and of Ingresses until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
-	return worker.Run(ctx, c.queue, worker.Errors(c.sync), worker.Options{Workers: Workers, Synced: c.synced, Log: c.log})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if c.ing != nil {
+			c.ing.start(ctx)
+		}
+	}()
+	err := worker.Run(ctx, c.queue, worker.Errors(c.sync), worker.Options{Workers: Workers, Synced: c.synced, Log: c.log})
+	<-done
+	return err
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {

@@ -76,6 +76,17 @@ func New(node string) *Kubelet {
 // Handler serves /metrics.
 func (k *Kubelet) Handler() http.Handler { return handler(k.main) }
 
+// Register adds the collectors of another of the agent's components (the
+// Ingress controller's) to /metrics.
+func (k *Kubelet) Register(cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := k.main.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ProbesHandler serves /metrics/probes.
 func (k *Kubelet) ProbesHandler() http.Handler { return handler(k.probes) }
 
