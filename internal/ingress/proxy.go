@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,7 +73,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	b := p.table.Load().Match(host, r.URL.Path)
+	b := p.table.Load().Match(host, cleanPath(r.URL.Path))
 	if b == nil {
 		p.metrics.observe("", "", http.StatusNotFound, start)
 		http.Error(w, "404 page not found (no Ingress routes this host and path)", http.StatusNotFound)
@@ -99,8 +101,10 @@ func (p *Proxy) failed(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // retrying sends a request to an endpoint of its backend, and to another
-// when the connection could not be made (nothing was sent, so any request
-// may go again), skipping endpoints that recently refused.
+// when the connection could not be made (nothing of the request was sent
+// or read, so any request, with a body too, may go again), skipping
+// endpoints that recently refused. A failure on a connection that was
+// made is the client's answer (502), not retried.
 type retrying struct {
 	base   http.RoundTripper
 	health *health
@@ -123,6 +127,13 @@ func (t *retrying) RoundTrip(r *http.Request) (*http.Response, error) {
 		u := *r.URL
 		u.Host = ep
 		out.URL = &u
+		if r.Body != nil && r.Body != http.NoBody {
+			// The transport closes the body of a request it could not
+			// connect for; a retry must still be able to send it (a
+			// dial error means none of it was read). The server closes
+			// the incoming body when the handler returns.
+			out.Body = io.NopCloser(r.Body)
+		}
 		var resp *http.Response
 		resp, err = t.base.RoundTrip(out)
 		if err == nil {
@@ -169,11 +180,14 @@ func (h *health) pick(b *Backend, tried map[string]bool) string {
 		if tried[ep] {
 			continue
 		}
-		if now.Before(h.until[ep]) {
-			if fallback == "" {
-				fallback = ep
+		if until, ok := h.until[ep]; ok {
+			if now.Before(until) {
+				if fallback == "" {
+					fallback = ep
+				}
+				continue
 			}
-			continue
+			delete(h.until, ep) // up again: forget it
 		}
 		return ep
 	}
@@ -201,3 +215,17 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 var _ io.Writer = (*statusWriter)(nil)
+
+// cleanPath is the path requests are routed by: "//" and "/./" folded and
+// "/x/.." resolved, as nginx normalises it, so "/public/../admin" is not
+// routed by a /public rule; a trailing slash stays.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
+}

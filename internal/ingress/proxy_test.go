@@ -32,6 +32,11 @@ func backend(t *testing.T, name string) string {
 				c.WriteMessage(typ, append([]byte(name+": "), msg...))
 			}
 		}
+		if r.Method == http.MethodPost {
+			io.WriteString(w, name+" got ")
+			io.Copy(w, r.Body)
+			return
+		}
 		io.WriteString(w, name+" "+r.Host+" "+r.Header.Get("X-Forwarded-For"))
 	}))
 	t.Cleanup(s.Close)
@@ -73,6 +78,20 @@ func TestProxy(t *testing.T) {
 	front := httptest.NewServer(p)
 	defer front.Close()
 	c := front.Client()
+
+	// The first request goes to the refusing endpoint first: a POST, whose
+	// body must reach the endpoint it is retried on.
+	req, _ := http.NewRequest("POST", front.URL+"/form", strings.NewReader("the body"))
+	req.Host = "web.example"
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasSuffix(string(body), " got the body") {
+		t.Errorf("a POST retried after a refused connection: %d %q, want 200 and the body echoed", resp.StatusCode, body)
+	}
 
 	seen := map[string]int{}
 	for range 10 {

@@ -52,9 +52,11 @@ type Backend struct {
 
 // Match finds the backend of a request to host (without port) and path:
 // the rules of the exact host, then of a wildcard host, then of rules
-// without a host; within them an Exact path first, then the longest
-// Prefix (matched by path elements, as upstream). The default backend
-// answers what nothing matches; nil when there is none.
+// without a host (a host whose paths do not match falls through to
+// those, as in Gateway API; ingress-nginx would answer from the host's
+// default); within them an Exact path first, then the longest Prefix
+// (matched by path elements, as upstream). The default backend answers
+// what nothing matches; nil when there is none.
 func (t *Table) Match(host, path string) *Backend {
 	host = strings.ToLower(host)
 	if b := matchPath(t.hosts[host], path); b != nil {
@@ -159,7 +161,7 @@ func Build(in Input) *Table {
 			}
 			return resolve(key, ing.Namespace, b.Service, svcs, slices)
 		}
-		if t.fallback == nil && ing.Spec.DefaultBackend != nil {
+		if t.fallback == nil {
 			t.fallback = backend(ing.Spec.DefaultBackend)
 		}
 		for _, tls := range ing.Spec.TLS {
@@ -185,11 +187,11 @@ func Build(in Input) *Table {
 				if seen[id] {
 					continue
 				}
-				seen[id] = true
 				b := backend(&p.Backend)
 				if b == nil {
-					continue
+					continue // a resource backend: not served, and it hides nothing
 				}
+				seen[id] = true
 				r := &route{exact: exact, path: path, backend: b}
 				switch {
 				case host == "":
@@ -244,7 +246,11 @@ func resolve(ingress, ns string, b *networkingv1.IngressServiceBackend, svcs map
 	for _, s := range slices[key] {
 		var port int32
 		for _, p := range s.Ports {
-			if p.Name != nil && *p.Name == sp.Name && p.Port != nil && (p.Protocol == nil || *p.Protocol == v1.ProtocolTCP) {
+			name := ""
+			if p.Name != nil {
+				name = *p.Name
+			}
+			if name == sp.Name && p.Port != nil && (p.Protocol == nil || *p.Protocol == v1.ProtocolTCP) {
 				port = *p.Port
 			}
 		}

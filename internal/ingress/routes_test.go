@@ -37,7 +37,7 @@ func slice(svc, portName string, port int32, eps map[string]bool) *discovery.End
 	return s
 }
 
-func path(p string, typ networkingv1.PathType, svc string, port int32) networkingv1.HTTPIngressPath {
+func pathRule(p string, typ networkingv1.PathType, svc string, port int32) networkingv1.HTTPIngressPath {
 	return networkingv1.HTTPIngressPath{Path: p, PathType: ptr.To(typ), Backend: networkingv1.IngressBackend{
 		Service: &networkingv1.IngressServiceBackend{Name: svc, Port: networkingv1.ServiceBackendPort{Number: port}}}}
 }
@@ -56,14 +56,14 @@ func rule(host string, paths ...networkingv1.HTTPIngressPath) networkingv1.Ingre
 func TestMatch(t *testing.T) {
 	ours := ptr.To(ClassName)
 	old := ingress("old", time.Hour, ours,
-		rule("web.example", path("/", networkingv1.PathTypePrefix, "web", 80), path("/api", networkingv1.PathTypePrefix, "api", 80),
-			path("/api/v2", networkingv1.PathTypeImplementationSpecific, "v2", 80), path("/exact", networkingv1.PathTypeExact, "exact", 80)),
-		rule("*.wild.example", path("/", networkingv1.PathTypePrefix, "wild", 80)),
-		rule("", path("/any", networkingv1.PathTypePrefix, "any", 80)))
+		rule("web.example", pathRule("/", networkingv1.PathTypePrefix, "web", 80), pathRule("/api", networkingv1.PathTypePrefix, "api", 80),
+			pathRule("/api/v2", networkingv1.PathTypeImplementationSpecific, "v2", 80), pathRule("/exact", networkingv1.PathTypeExact, "exact", 80)),
+		rule("*.wild.example", pathRule("/", networkingv1.PathTypePrefix, "wild", 80)),
+		rule("", pathRule("/any", networkingv1.PathTypePrefix, "any", 80)))
 	old.Spec.DefaultBackend = &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "fallback", Port: networkingv1.ServiceBackendPort{Number: 80}}}
 	young := ingress("young", time.Minute, nil, // no class: the default class's
-		rule("web.example", path("/api", networkingv1.PathTypePrefix, "young", 80), path("/young", networkingv1.PathTypePrefix, "young", 80)))
-	other := ingress("other", 2*time.Hour, ptr.To("nginx"), rule("web.example", path("/", networkingv1.PathTypePrefix, "nginx", 80)))
+		rule("web.example", pathRule("/api", networkingv1.PathTypePrefix, "young", 80), pathRule("/young", networkingv1.PathTypePrefix, "young", 80)))
+	other := ingress("other", 2*time.Hour, ptr.To("nginx"), rule("web.example", pathRule("/", networkingv1.PathTypePrefix, "nginx", 80)))
 	in := Input{
 		Ingresses: []*networkingv1.Ingress{young, other, old},
 		Classes:   []*networkingv1.IngressClass{class(ClassName, Controller, true), class("nginx", "k8s.io/ingress-nginx", false)},
@@ -78,6 +78,7 @@ func TestMatch(t *testing.T) {
 		{"WEB.example", "/index.html", "web"},
 		{"web.example", "/api", "api"},        // the older Ingress wins the same path
 		{"web.example", "/api/users", "api"},  // by path element
+		{"web.example", "/api/", "api"},       // a trailing slash
 		{"web.example", "/apiary", "web"},     // not a prefix element
 		{"web.example", "/api/v2/x", "v2"},    // ImplementationSpecific is Prefix; longest wins
 		{"web.example", "/exact", "exact"},    // Exact
@@ -99,7 +100,7 @@ func TestMatch(t *testing.T) {
 }
 
 func TestEndpoints(t *testing.T) {
-	ing := ingress("web", time.Hour, ptr.To(ClassName), rule("", path("/", networkingv1.PathTypePrefix, "web", 80)))
+	ing := ingress("web", time.Hour, ptr.To(ClassName), rule("", pathRule("/", networkingv1.PathTypePrefix, "web", 80)))
 	classes := []*networkingv1.IngressClass{class(ClassName, Controller, false)}
 	svc := service("web", v1.ServicePort{Name: "http", Port: 80})
 	for _, tc := range []struct {
@@ -127,8 +128,18 @@ func TestEndpoints(t *testing.T) {
 		})
 	}
 	// Not ours: no class of ours, or no default class.
-	if b := Build(Input{Ingresses: []*networkingv1.Ingress{ingress("x", 0, nil, rule("", path("/", networkingv1.PathTypePrefix, "web", 80)))},
+	if b := Build(Input{Ingresses: []*networkingv1.Ingress{ingress("x", 0, nil, rule("", pathRule("/", networkingv1.PathTypePrefix, "web", 80)))},
 		Classes: classes}).Match("x", "/"); b != nil {
 		t.Errorf("a class-less Ingress without a default class was served: %+v", b)
+	}
+}
+
+func TestCleanPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"": "/", "/": "/", "//api": "/api", "/a/./b": "/a/b", "/public/../admin": "/admin", "/a/": "/a/", "/../x": "/x",
+	} {
+		if got := cleanPath(in); got != want {
+			t.Errorf("cleanPath(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -144,14 +144,12 @@ func (js *Jumps) Ensure() (repaired bool, err error) {
 			return repaired, fmt.Errorf("%s: check jump %s -> %s in table %s: %w", js.who, j.From, j.To, j.Table, err)
 		}
 		if ok && js.first {
-			if ok, err = js.isFirst(j); err != nil {
+			moved, err := js.moveFirst(j)
+			if err != nil {
 				return repaired, err
 			}
-			if !ok {
-				if err := js.delete(j); err != nil {
-					return repaired, err
-				}
-			}
+			repaired = repaired || moved
+			continue
 		}
 		if !ok {
 			if err := js.ipt.Insert(j.Table, j.From, 1, j.Spec()...); err != nil {
@@ -163,21 +161,37 @@ func (js *Jumps) Ensure() (repaired bool, err error) {
 	return repaired, nil
 }
 
-// isFirst reports whether j's chain starts with a rule that jumps to j.To.
-func (js *Jumps) isFirst(j Jump) (bool, error) {
+// moveFirst makes j the first rule of its chain when another rule came
+// above it: a new copy goes in at the top before the old one is deleted
+// (by its number, checked), so the chain is never without the jump.
+func (js *Jumps) moveFirst(j Jump) (bool, error) {
 	rules, err := js.ipt.List(j.Table, j.From)
 	if err != nil {
 		return false, fmt.Errorf("%s: list chain %s of table %s: %w", js.who, j.From, j.Table, err)
 	}
-	// rules[0] is the policy ("-P FORWARD ACCEPT") or the declaration.
-	return len(rules) > 1 && strings.HasSuffix(rules[1], " -j "+j.To), nil
-}
-
-func (js *Jumps) delete(j Jump) error {
-	if err := js.ipt.DeleteIfExists(j.Table, j.From, j.Spec()...); err != nil {
-		return fmt.Errorf("%s: delete jump %s -> %s in table %s: %w", js.who, j.From, j.To, j.Table, err)
+	// rules[0] is the policy ("-P FORWARD ACCEPT"); rules[n] is rule n.
+	old := 0
+	for n := 1; n < len(rules); n++ {
+		if strings.HasSuffix(rules[n], " -j "+j.To) {
+			old = n
+			break
+		}
 	}
-	return nil
+	if old == 1 {
+		return false, nil
+	}
+	if err := js.ipt.Insert(j.Table, j.From, 1, j.Spec()...); err != nil {
+		return false, fmt.Errorf("%s: insert jump %s -> %s in table %s: %w", js.who, j.From, j.To, j.Table, err)
+	}
+	if old == 0 {
+		return true, nil
+	}
+	if r, err := js.ipt.ListById(j.Table, j.From, old+1); err == nil && strings.HasSuffix(r, " -j "+j.To) {
+		if err := js.ipt.DeleteById(j.Table, j.From, old+1); err != nil {
+			return true, fmt.Errorf("%s: delete the old jump %s -> %s in table %s: %w", js.who, j.From, j.To, j.Table, err)
+		}
+	}
+	return true, nil
 }
 
 // Delete removes every copy of the jump rules.

@@ -8,10 +8,11 @@
 // connections always do), then send the packets from and to each pod of
 // this node that a policy isolates to the pod's chain:
 //
-//   - KUBE-NP-IN-<hash> (ingress, from FORWARD): packets from the node
-//     itself pass (the kubelet's probes); otherwise the mark 0x10000 is
+//   - KUBE-NP-IN-<hash> (ingress, from FORWARD): the mark 0x10000 is
 //     cleared, the chain of every policy that selects the pod runs and
-//     marks what it allows, and unmarked packets are rejected.
+//     marks what it allows, and unmarked packets are rejected. The node's
+//     own traffic to its pods (the kubelet's probes) leaves through
+//     OUTPUT, which is not hooked, so it always passes.
 //   - KUBE-NP-OUT-<hash> (egress, from FORWARD and from INPUT for traffic
 //     to the pod's own node, where the cluster DNS answers): the same with
 //     the mark 0x20000.

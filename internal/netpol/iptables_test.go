@@ -45,11 +45,11 @@ func TestIPTablesLifecycle(t *testing.T) {
 		}
 	}
 
-	// The egress policy goes: its chains go, the others stay unwritten.
+	// The egress policies go: their chains go, the others stay unwritten.
 	var kept = in
 	kept.Policies = nil
 	for _, p := range in.Policies {
-		if p.Name != "egress" {
+		if !strings.HasPrefix(p.Name, "egress") {
 			kept.Policies = append(kept.Policies, p)
 		}
 	}
@@ -57,7 +57,8 @@ func TestIPTablesLifecycle(t *testing.T) {
 	if err != nil || full {
 		t.Fatalf("partial sync: full %v, %v", full, err)
 	}
-	gone := []string{chainName(prefixPodOut, "b/client-1"), chainName(prefixPolicy, "b/egress/egress"), chainName(prefixPolicy, "b/egress/egress/2/0")}
+	gone := []string{chainName(prefixPodOut, "b/client-1"), chainName(prefixPolicy, "b/egress/egress"), chainName(prefixPolicy, "b/egress/egress/2/0"),
+		chainName(prefixPolicy, "b/egress-named/egress")}
 	if !slices.Equal(text.Deleted, sorted(gone)) {
 		t.Errorf("deleted %v, want %v", text.Deleted, sorted(gone))
 	}

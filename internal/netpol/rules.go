@@ -139,7 +139,11 @@ func (b *builder) policy(d direction, key, ns string, rules []rule, targets []*p
 			}
 			if len(pe.except) == 0 {
 				for _, m := range matches {
-					fmt.Fprintf(&w, "-A %s %s%s%s", name, from, m, allow)
+					f := from
+					if d.name == "egress" && strings.HasPrefix(m, "-d ") {
+						f = "" // a named port resolved on a pod inside the peer: its address is the match
+					}
+					fmt.Fprintf(&w, "-A %s %s%s%s", name, f, m, allow)
 				}
 				continue
 			}
@@ -236,12 +240,10 @@ func (b *builder) finish(pods []*pod, node string) *Ruleset {
 			if d.name == "egress" {
 				input.WriteString("-A " + chainInput + " " + hook) // to its own node
 			}
+			// The node's own traffic to its pods (the kubelet's probes)
+			// leaves through OUTPUT, which is not hooked: it always
+			// passes, as upstream's implementations allow.
 			var w strings.Builder
-			if d.name == "ingress" {
-				// The node itself (the kubelet's probes) always reaches
-				// its pods, as upstream's implementations allow.
-				fmt.Fprintf(&w, "-A %s -m addrtype --src-type LOCAL -j RETURN\n", c)
-			}
 			fmt.Fprintf(&w, "-A %s -j MARK --set-xmark 0x0/%s\n", c, d.mark)
 			for _, p := range policies {
 				fmt.Fprintf(&w, "-A %s -j %s\n", c, p)

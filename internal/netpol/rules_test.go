@@ -99,10 +99,14 @@ func TestBuild(t *testing.T) {
 				`-s 10.42.1.20/32 -m comment --comment "b/client-1 egress" -j ` + clientOut},
 			[]string{`-d 10.42.2.10/32`, `-d 10.42.1.20/32`}},
 		{"egress to the node itself is checked too", chainInput, []string{`-s 10.42.1.20/32 -m comment --comment "b/client-1 egress" -j ` + clientOut}, []string{"-d 10.42.1.10/32"}},
-		{"the pod's chain: the node passes, every policy selecting it, then reject", webIn, []string{
-			"-m addrtype --src-type LOCAL -j RETURN", "-j MARK --set-xmark 0x0/0x10000", "-j " + deny, "-j " + fromBlue,
+		{"the pod's chain: every policy selecting it, then reject", webIn, []string{
+			"-j MARK --set-xmark 0x0/0x10000", "-j " + deny, "-j " + fromBlue,
 			"-m mark --mark 0x10000/0x10000 -j RETURN", `-m comment --comment "network policy denies ingress of a/web-1" -j REJECT --reject-with icmp-port-unreachable`}, nil},
-		{"egress: no exception for the node", clientOut, []string{"-j " + egressChain}, []string{"-m addrtype --src-type LOCAL -j RETURN"}},
+		{"egress: both policies", clientOut, []string{"-j " + egressChain, "-j " + chainName(prefixPolicy, "b/egress-named/egress")}, nil},
+		{"egress by name to a pod peer and to a block: the pod's address alone", chainName(prefixPolicy, "b/egress-named/egress"), []string{
+			"-d 10.42.2.20/32 -p tcp -m tcp --dport 9090 -j MARK --set-xmark 0x20000/0x20000", // client-2, a peer by podSelector
+			"-d 10.42.1.10/32 -p tcp -m tcp --dport 8080 -j MARK --set-xmark 0x20000/0x20000", // web-1, inside the block
+		}, []string{"-d 10.42.2.10/32", "-d 10.42.1.0/24"}},
 		{"a default deny allows nothing", deny, nil, []string{"-j MARK"}},
 		{"namespace and pod selector together, by number and by name (resolved on the target)", fromBlue, []string{
 			"-s 10.42.1.20/32 -p tcp -m tcp --dport 8080 -j MARK --set-xmark 0x10000/0x10000",
