@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +16,9 @@ import (
 	"orch/internal/kubelet/images"
 )
 
-// offlineApp is a web pod serving a Secret's file, its Service, and a
-// client pod to ask it from.
+// offlineApp is a web pod serving a Secret's file, its Service, a client
+// pod to ask it from, and a NetworkPolicy that lets only the namespace's
+// pods reach the web pod.
 var offlineApp = fmt.Sprintf(`apiVersion: v1
 kind: Secret
 metadata: {name: page}
@@ -45,6 +47,15 @@ spec:
   nodeName: e2e-offline
   containers:
   - {name: client, image: %[1]s, imagePullPolicy: Never, command: [sh, -c, "trap 'exit 0' TERM; sleep 3600 & wait"]}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: web}
+spec:
+  podSelector: {matchLabels: {app: web}}
+  ingress:
+  - from: [{podSelector: {}}]
+    ports: [{port: 8080}]
 `, images.BusyboxRef)
 
 // TestOfflineReboot: with the server stopped, the node "reboots" (the
@@ -123,6 +134,15 @@ func rebootOffline(t *testing.T, a *Agent) {
 	eventually(t, time.Minute, func() string {
 		if got := askWeb(t, a); got != "the page from the secret" {
 			return fmt.Sprintf("offline, the client got %q from the web Service", got)
+		}
+		return ""
+	})
+	// The reboot removed the policy rules too: the agent wrote them again
+	// from its store.
+	eventually(t, 30*time.Second, func() string {
+		out, _ := exec.Command("iptables", "-S", "KUBE-NP-FORWARD").CombinedOutput()
+		if !strings.Contains(string(out), `--comment "default/web ingress"`) {
+			return "offline, the web pod is not isolated by its NetworkPolicy:\n" + string(out)
 		}
 		return ""
 	})
