@@ -8,13 +8,13 @@ set -euo pipefail
 
 # orch carries containerd, runc and the CNI plugins (scripts/payload builds
 # them into it): runc needs gcc, pkg-config and libseccomp-dev to build.
-# busybox-static is the test image; iptables and conntrack serve pod
-# networking; util-linux (nsenter) and bsdutils (script) run agents in
-# network namespaces and give `kubectl exec -it` a terminal in the
-# end-to-end tests. qemu-user-static runs the arm64 pause program, runc and
-# orch in their tests; file tells their architecture; curl is what
-# install.sh downloads with in its test.
-packages=(ca-certificates curl iproute2 gcc libc6-dev pkg-config libseccomp-dev iptables conntrack busybox-static
+# busybox-static is the test image; iptables, nftables (nft, for the
+# proxy's nftables tables) and conntrack serve pod networking; util-linux
+# (nsenter) and bsdutils (script) run agents in network namespaces and give
+# `kubectl exec -it` a terminal in the end-to-end tests. qemu-user-static
+# runs the arm64 pause program, runc and orch in their tests; file tells
+# their architecture; curl is what install.sh downloads with in its test.
+packages=(ca-certificates curl iproute2 gcc libc6-dev pkg-config libseccomp-dev iptables nftables conntrack busybox-static
 	util-linux bsdutils qemu-user-static file)
 foreign=()
 if [ "${1:-}" = --release ]; then

@@ -303,3 +303,18 @@ func categorize(sp *servicePort, eps []endpoint) (cluster, local, reachable []en
 	sort.Slice(reachable, func(i, j int) bool { return reachable[i].String() < reachable[j].String() })
 	return cluster, local, reachable, any
 }
+
+// sortedServicePorts are the ports of services, by name and protocol.
+func sortedServicePorts(services []*v1.Service) []*servicePort {
+	var ports []*servicePort
+	for _, s := range services {
+		ports = append(ports, servicePorts(s)...)
+	}
+	sort.Slice(ports, func(i, j int) bool {
+		if ports[i].name != ports[j].name {
+			return ports[i].name < ports[j].name
+		}
+		return ports[i].protocol < ports[j].protocol
+	})
+	return ports
+}

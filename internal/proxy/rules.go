@@ -3,7 +3,6 @@ package proxy
 import (
 	"fmt"
 	"net"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -44,16 +43,7 @@ type Ruleset struct {
 // Build computes the desired rules. It is pure: the same input always gives
 // the same output, byte for byte.
 func Build(in Input) *Ruleset {
-	var ports []*servicePort
-	for _, s := range in.Services {
-		ports = append(ports, servicePorts(s)...)
-	}
-	sort.Slice(ports, func(i, j int) bool {
-		if ports[i].name != ports[j].name {
-			return ports[i].name < ports[j].name
-		}
-		return ports[i].protocol < ports[j].protocol
-	})
+	ports := sortedServicePorts(in.Services)
 	eps := endpointsByPort(in.Slices, in.NodeName)
 
 	b := &builder{in: in, out: &Ruleset{UDP: newUDPState()}, fixed: map[string]*strings.Builder{}}

@@ -1,0 +1,135 @@
+package proxy
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/knftables"
+)
+
+// nftBaseChain is a chain the kernel's hooks call.
+type nftBaseChain struct {
+	name     string
+	typ      knftables.BaseChainType
+	hook     knftables.BaseChainHook
+	priority knftables.BaseChainPriority
+	rules    []string
+}
+
+// nftBaseChains are upstream's, with their jumps, in order.
+var nftBaseChains = []nftBaseChain{
+	{"filter-prerouting-pre-dnat", knftables.FilterType, knftables.PreroutingHook, "-110", []string{"ct state new jump " + nftFirewallCheck}},
+	{"filter-output-pre-dnat", knftables.FilterType, knftables.OutputHook, "-110", []string{"ct state new jump " + nftFirewallCheck}},
+	{"filter-input", knftables.FilterType, knftables.InputHook, "0", []string{"ct state new jump " + nftNodePortEPCheck, "ct state new jump " + nftServiceEPCheck}},
+	{"filter-forward", knftables.FilterType, knftables.ForwardHook, "0", []string{"ct state new jump " + nftServiceEPCheck, "ct state new jump " + nftClusterIPsCheck}},
+	{"filter-output", knftables.FilterType, knftables.OutputHook, "0", []string{"ct state new jump " + nftServiceEPCheck, "ct state new jump " + nftClusterIPsCheck}},
+	{"nat-prerouting", knftables.NATType, knftables.PreroutingHook, "-100", []string{"jump " + nftServices}},
+	{"nat-output", knftables.NATType, knftables.OutputHook, "-100", []string{"jump " + nftServices}},
+	{"nat-postrouting", knftables.NATType, knftables.PostroutingHook, "100", []string{"jump " + nftMasquerading}},
+}
+
+// nftFixedChains are the regular chains every table has, with their rules
+// that do not depend on the input (NFTState.FixedRules has the others).
+var nftFixedChains = []struct {
+	name  string
+	rules []string
+}{
+	{nftMasquerading, []string{
+		"meta mark & " + nftMasqMark + " != 0 meta mark set meta mark ^ " + nftMasqMark + " masquerade fully-random",
+		"ct status dnat ip saddr . ip daddr . meta l4proto . th dport @" + nftHairpin + " masquerade fully-random",
+	}},
+	{nftServices, nil},
+	{nftFirewallCheck, []string{"ip daddr . meta l4proto . th dport vmap @" + nftFirewallIPs}},
+	{nftServiceEPCheck, []string{"ip daddr . meta l4proto . th dport vmap @" + nftNoEndpointSvcs}},
+	{nftNodePortEPCheck, []string{"ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @" + nftNoEndpointPorts}},
+	{nftRejectChain, []string{"reject"}},
+	{nftClusterIPsCheck, []string{"ip daddr @" + nftClusterIPs + " reject"}},
+}
+
+// nftSets are the sets and maps of the table, by name: their types.
+var nftSets = []struct {
+	name, typ string
+	isMap     bool
+}{
+	{nftClusterIPs, "ipv4_addr", false},
+	{nftHairpin, "ipv4_addr . ipv4_addr . inet_proto . inet_service", false},
+	{nftServiceIPs, "ipv4_addr . inet_proto . inet_service : verdict", true},
+	{nftServiceNP, "inet_proto . inet_service : verdict", true},
+	{nftFirewallIPs, "ipv4_addr . inet_proto . inet_service : verdict", true},
+	{nftNoEndpointSvcs, "ipv4_addr . inet_proto . inet_service : verdict", true},
+	{nftNoEndpointPorts, "inet_proto . inet_service : verdict", true},
+}
+
+// nftFullTx adds to tx what makes the table hold st, from any state of it:
+// the table, every chain flushed and written, every set and map with its
+// elements. Chains and sets of st's absence are not deleted here.
+func nftFullTx(tx *knftables.Transaction, st *NFTState) {
+	tx.Add(&knftables.Table{Comment: knftables.PtrTo("rules for kube-proxy (orch)")})
+	for _, c := range nftBaseChains {
+		tx.Add(&knftables.Chain{Name: c.name, Type: knftables.PtrTo(c.typ), Hook: knftables.PtrTo(c.hook), Priority: knftables.PtrTo(c.priority)})
+		tx.Flush(&knftables.Chain{Name: c.name})
+	}
+	for _, c := range nftFixedChains {
+		tx.Add(&knftables.Chain{Name: c.name})
+		tx.Flush(&knftables.Chain{Name: c.name})
+	}
+	for _, s := range nftSets {
+		if s.isMap {
+			tx.Add(&knftables.Map{Name: s.name, Type: s.typ})
+			tx.Flush(&knftables.Map{Name: s.name})
+		} else {
+			tx.Add(&knftables.Set{Name: s.name, Type: s.typ})
+			tx.Flush(&knftables.Set{Name: s.name})
+		}
+	}
+	for _, name := range sortedKeys(st.Affinity) {
+		tx.Add(&knftables.Set{Name: name, Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag},
+			Timeout: knftables.PtrTo(time.Duration(st.Affinity[name]) * time.Second)})
+	}
+	chains := sortedKeys(st.Chains)
+	for _, name := range chains {
+		tx.Add(&knftables.Chain{Name: name})
+		tx.Flush(&knftables.Chain{Name: name})
+	}
+	for _, name := range chains {
+		for _, r := range st.Chains[name] {
+			tx.Add(&knftables.Rule{Chain: name, Rule: r})
+		}
+	}
+	for _, s := range nftSets {
+		elems := st.Elements[s.name]
+		for _, k := range sortedKeys(elems) {
+			e := &knftables.Element{Key: strings.Split(k, " . ")}
+			if s.isMap {
+				e.Map, e.Value = s.name, []string{elems[k]}
+			} else {
+				e.Set = s.name
+			}
+			tx.Add(e)
+		}
+	}
+	for _, c := range nftBaseChains {
+		for _, r := range c.rules {
+			tx.Add(&knftables.Rule{Chain: c.name, Rule: r})
+		}
+	}
+	for _, c := range nftFixedChains {
+		rules := c.rules
+		if r, ok := st.FixedRules[c.name]; ok {
+			rules = r
+		}
+		for _, r := range rules {
+			tx.Add(&knftables.Rule{Chain: c.name, Rule: r})
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
