@@ -68,6 +68,9 @@ type Config struct {
 	NetworkBackend string
 	// DisableProxy leaves Services to another proxy (--disable-proxy).
 	DisableProxy bool
+	// ProxyMode is the Service proxy's mode, proxy.ModeIPTables (when
+	// empty) or proxy.ModeNFTables (--proxy-mode).
+	ProxyMode string
 	// DisableNetworkPolicy leaves NetworkPolicies to another enforcer
 	// (--disable-network-policy); the agent then removes rules of its own
 	// an earlier run left.

@@ -44,7 +44,7 @@ func clusterNetwork(c checked, cluster join.Cluster, creds *join.Credentials, cn
 		if err != nil {
 			return nil, err
 		}
-		p, err := proxy.New(proxy.Config{NodeName: c.NodeName, NodeIPs: c.ips, ClusterCIDR: cluster.ClusterCIDR}, proxyClient, log)
+		p, err := proxy.New(proxy.Config{Mode: c.ProxyMode, NodeName: c.NodeName, NodeIPs: c.ips, ClusterCIDR: cluster.ClusterCIDR}, proxyClient, log)
 		if err != nil {
 			return nil, err
 		}

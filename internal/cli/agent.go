@@ -62,6 +62,7 @@ func nodeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "network-backend", Value: network.BackendVXLAN, Usage: "how pods reach pods on other nodes: vxlan (works across routed networks), " +
 			"host-gw (direct routes; nodes must share a link) or none (another network plugin does it)"},
 		&cli.BoolFlag{Name: "disable-proxy", Usage: "do not program Services into iptables (another service proxy does it)"},
+		&cli.StringFlag{Name: "proxy-mode", Value: "iptables", Usage: "how the Service proxy programs Services: iptables, or nftables (one nft table; needs nft 1.0.1 or later; NodePorts do not answer on 127.0.0.1, as upstream's)"},
 		&cli.IntFlag{Name: "ingress-http-port", Value: 80, Usage: "port of the built-in Ingress controller for HTTP on this node (0: none); it listens once the servers have the IngressClass orch (orch server --disable ingress leaves it out)"},
 		&cli.IntFlag{Name: "ingress-https-port", Value: 443, Usage: "port of the built-in Ingress controller for HTTPS on this node (0: none)"},
 		&cli.BoolFlag{Name: "disable-network-policy", Usage: "do not enforce NetworkPolicies (another network policy controller does it); orch's rules, if any, are removed at start"},
@@ -118,6 +119,7 @@ func agentConfig(c *cli.Context) (agent.Config, error) {
 		EvictionHard:             evictionHard,
 		NetworkBackend:           c.String("network-backend"),
 		DisableProxy:             c.Bool("disable-proxy"),
+		ProxyMode:                c.String("proxy-mode"),
 		DisableNetworkPolicy:     c.Bool("disable-network-policy"),
 		IngressHTTPPort:          c.Int("ingress-http-port"),
 		IngressHTTPSPort:         c.Int("ingress-https-port"),

@@ -31,6 +31,8 @@ type netCluster struct {
 	ip     map[string]string // node name → its address
 	netns  map[string]string // node name → its network namespace
 	agent  map[string]*Agent
+	// proxyMode is the agents' --proxy-mode: "iptables" or "nftables".
+	proxyMode string
 }
 
 // outsideName is a name only the test's resolver on the host knows: the
@@ -38,12 +40,19 @@ type netCluster struct {
 const outsideName, outsideIP = "outside.example.", "192.0.2.99"
 
 // startNetCluster starts the cluster with the agents' --network-backend
-// backend. The agents' resolv.conf names the host, where a resolver of the
-// test's answers outsideName.
+// backend, in iptables proxy mode. The agents' resolv.conf names the host,
+// where a resolver of the test's answers outsideName.
 func startNetCluster(t *testing.T, backend string, subnet int) *netCluster {
 	t.Helper()
+	return startNetClusterMode(t, backend, "iptables", subnet)
+}
+
+// startNetClusterMode is startNetCluster with the agents' --proxy-mode.
+func startNetClusterMode(t *testing.T, backend, proxyMode string, subnet int) *netCluster {
+	t.Helper()
 	requireRuntime(t)
-	c := &netCluster{hostIP: fmt.Sprintf("10.199.%d.1", subnet), ip: map[string]string{}, netns: map[string]string{}, agent: map[string]*Agent{}}
+	c := &netCluster{hostIP: fmt.Sprintf("10.199.%d.1", subnet), ip: map[string]string{}, netns: map[string]string{}, agent: map[string]*Agent{},
+		proxyMode: proxyMode}
 	bridge := makeBridge(t, "oebr", c.hostIP)
 	startTestResolver(t, c.hostIP)
 	resolvConf := filepath.Join(t.TempDir(), "resolv.conf")
@@ -61,14 +70,15 @@ func startNetCluster(t *testing.T, backend string, subnet int) *netCluster {
 		c.nodes = append(c.nodes, name)
 		c.ip[name], c.netns[name] = fmt.Sprintf("10.199.%d.%d", subnet, 11+i), ns
 		attachNetns(t, ns, link, bridge, c.ip[name], c.hostIP)
-		c.agent[name] = StartAgentIn(t, ns, server, c.s.Token(), name, c.ip[name], "--network-backend", backend, "--resolv-conf", resolvConf)
+		c.agent[name] = StartAgentIn(t, ns, server, c.s.Token(), name, c.ip[name], "--network-backend", backend, "--resolv-conf", resolvConf,
+			"--proxy-mode", proxyMode)
 	}
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
 		}
 		for _, n := range c.nodes {
-			for _, args := range [][]string{{"iptables-save"}, {"ip", "route"}, {"conntrack", "-L"}} {
+			for _, args := range [][]string{{"iptables-save"}, {"nft", "list", "ruleset"}, {"ip", "route"}, {"conntrack", "-L"}} {
 				out, err := exec.Command("nsenter", append([]string{"--net=/run/netns/" + c.netns[n]}, args...)...).CombinedOutput()
 				t.Logf("node %s: %s: %v\n%s", n, strings.Join(args, " "), err, truncateHead(string(out), 20000))
 			}
@@ -248,4 +258,28 @@ func (c *netCluster) who(t *testing.T, node, url string, count int) []string {
 	script := fmt.Sprintf("for i in $(seq %d); do timeout 5 wget -qO- %s/cgi-bin/who || echo FAILED; done", count, url)
 	out := c.s.Kubectl(t, "exec", "client-"+node, "--", "sh", "-c", script)
 	return strings.Split(plainAddresses(strings.TrimSpace(out)), "\n")
+}
+
+// rules is node's Service rules as text: iptables-save, and in nftables
+// mode the kube-proxy table too.
+func (c *netCluster) rules(t *testing.T, node string) string {
+	t.Helper()
+	out := c.inNode(t, node, "iptables-save")
+	if c.proxyMode == "nftables" {
+		r, _ := exec.Command("nsenter", "--net=/run/netns/"+c.netns[node], "nft", "list", "ruleset").CombinedOutput()
+		out += string(r)
+	}
+	return out
+}
+
+// serviceRuleName is how a Service port shows in the rules: "ns/name:port"
+// in iptables mode's comments, "ns/name/tcp/port" in nftables chain names.
+func (c *netCluster) serviceRuleName(svc, port string) string {
+	if c.proxyMode == "nftables" {
+		return svc + "/tcp/" + port
+	}
+	if port == "" {
+		return svc
+	}
+	return svc + ":" + port
 }

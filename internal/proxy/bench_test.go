@@ -1,9 +1,12 @@
 package proxy
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/knftables"
 )
 
 // BenchmarkBuild is the pure part alone: Input to iptables-restore text.
@@ -85,4 +88,81 @@ func benchmarkPartialSync(b *testing.B, n int) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(res.Rules), "rules")
+}
+
+// newNFT opens the nftables mode's table in the private namespace, empty.
+func newNFT(b *testing.B) knftables.Interface {
+	b.Helper()
+	requireNetns(b)
+	nft, err := knftables.New(knftables.IPv4Family, nftTable)
+	if err != nil {
+		b.Skipf("nft is not usable here (Debian: apt-get install nftables): %v", err)
+	}
+	deleteNFTTable(b, nft)
+	return nft
+}
+
+func deleteNFTTable(b *testing.B, nft knftables.Interface) {
+	tx := nft.NewTransaction()
+	tx.Delete(&knftables.Table{})
+	if err := nft.Run(context.Background(), tx); err != nil && !knftables.IsNotFound(err) {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkNFTFullSync is the nftables mode's first sync into an empty
+// table: NFTBuild and one `nft -f` transaction, in the private namespace.
+func BenchmarkNFTFullSync(b *testing.B) {
+	for _, n := range []int{1000, 5000, 10000} {
+		in := syntheticInput(n, 2)
+		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
+			nft := newNFT(b)
+			var res nftResult
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				deleteNFTTable(b, nft)
+				s := newNFTSyncer(nft, time.Hour)
+				b.StartTimer()
+				var err error
+				if res, err = s.sync(context.Background(), time.Now(), NFTBuild(in)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(res.Operations), "ops")
+			deleteNFTTable(b, nft)
+		})
+	}
+}
+
+// BenchmarkNFTPartialSync is the nftables mode's time from one endpoint
+// change to its rules being written.
+func BenchmarkNFTPartialSync(b *testing.B) {
+	for _, n := range []int{1000, 5000, 10000} {
+		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
+			in := syntheticInput(n, 2)
+			nft := newNFT(b)
+			defer deleteNFTTable(b, nft)
+			s := newNFTSyncer(nft, time.Hour)
+			if _, err := s.sync(context.Background(), time.Now(), NFTBuild(in)); err != nil {
+				b.Fatal(err)
+			}
+			ep := &in.Slices[n/2].Endpoints[0]
+			addrs := []string{ep.Addresses[0], "10.250.0.1"}
+			var res nftResult
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				ep.Addresses = []string{addrs[(i+1)%2]}
+				var err error
+				if res, err = s.sync(context.Background(), time.Now(), NFTBuild(in)); err != nil {
+					b.Fatal(err)
+				}
+				if res.Full || res.Operations == 0 {
+					b.Fatalf("not a partial sync: %+v", res)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(res.Operations), "ops")
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"net"
 	"sort"
 	"strconv"
@@ -136,4 +137,27 @@ type netlinkConntrack struct{}
 
 func (netlinkConntrack) DeleteFlows(f netlink.CustomConntrackFilter) (uint, error) {
 	return netlink.ConntrackDeleteFilters(netlink.ConntrackTable, unix.AF_INET, f)
+}
+
+// udpCleaner deletes, after each sync, the conntrack entries of UDP
+// traffic that the new rules send elsewhere (staleFilter). It keeps the
+// UDP state of the last sync whose entries it could clean.
+type udpCleaner struct {
+	ct   conntrackCleaner // nil: no clean-up
+	prev udpState
+}
+
+func (c *udpCleaner) synced(next udpState) (uint, error) {
+	f := staleFilter(c.prev, next)
+	if f == nil || c.ct == nil {
+		c.prev = next
+		return 0, nil
+	}
+	n, err := c.ct.DeleteFlows(f)
+	if err != nil {
+		// Keep the old UDP state: the next sync tries these again.
+		return 0, fmt.Errorf("proxy: rules are written but deleting stale UDP conntrack entries of %s failed: %w", f, err)
+	}
+	c.prev = next
+	return n, nil
 }

@@ -53,6 +53,7 @@ type NFTState struct {
 	FixedRules map[string][]string
 
 	ServicePorts, Endpoints int
+	UDP                     udpState
 }
 
 // nftHash is upstream's chain name hash: the first 8 characters of the
@@ -85,7 +86,8 @@ func nftEndpointBase(sp *servicePort, e endpoint) string {
 func NFTBuild(in Input) *NFTState {
 	ports := sortedServicePorts(in.Services)
 	eps := endpointsByPort(in.Slices, in.NodeName)
-	st := &NFTState{Chains: map[string][]string{}, Elements: map[string]map[string]string{}, Affinity: map[string]int{}, FixedRules: map[string][]string{}}
+	st := &NFTState{Chains: map[string][]string{}, Elements: map[string]map[string]string{}, Affinity: map[string]int{}, FixedRules: map[string][]string{},
+		UDP: newUDPState()}
 	for _, m := range []string{nftClusterIPs, nftHairpin, nftServiceIPs, nftServiceNP, nftFirewallIPs, nftNoEndpointSvcs, nftNoEndpointPorts} {
 		st.Elements[m] = map[string]string{}
 	}
@@ -107,6 +109,7 @@ func (st *NFTState) elem(set, key, value string) { st.Elements[set][key] = value
 func (st *NFTState) servicePort(sp *servicePort, eps []endpoint, clusterCIDR string) {
 	cluster, local, reachable, any := categorize(sp, eps)
 	st.ServicePorts++
+	st.UDP.add(sp, eps)
 	base := nftBase(sp)
 	svcChain, localChain, extChain, fwChain := "service-"+base, "local-"+base, "external-"+base, "firewall-"+base
 	usesFW := any && len(sp.lbIPs) > 0 && len(sp.lbSources) > 0
@@ -205,12 +208,18 @@ func (st *NFTState) toEndpoints(sp *servicePort, eps []endpoint) []string {
 		}
 		return append(r, fmt.Sprintf("numgen random mod %d vmap { %s }", len(eps), strings.Join(vmap, " , ")))
 	}
-	if len(eps) == 1 {
-		return []string{dnatTo(sp.protocol, eps[0])}
-	}
-	var m []string
+	// Endpoint i of n is picked with probability 1/(n-i) when the ones
+	// before it were not: each of them 1/n. Upstream writes one rule with
+	// an anonymous numgen map instead, but each such map is a set of its
+	// own, and nft 1.0.6 (Debian 12) takes 12 s to load 10,000 of them;
+	// these rules load in under a second (docs/benchmarks.md).
+	var r []string
 	for i, e := range eps {
-		m = append(m, fmt.Sprintf("%d : %s . %d", i, e.ip, e.port))
+		if left := len(eps) - i; left > 1 {
+			r = append(r, fmt.Sprintf("numgen random mod %d == 0 %s", left, dnatTo(sp.protocol, e)))
+		} else {
+			r = append(r, dnatTo(sp.protocol, e))
+		}
 	}
-	return []string{fmt.Sprintf("meta l4proto %s dnat ip addr . port to numgen random mod %d map { %s }", sp.protocol, len(eps), strings.Join(m, " , "))}
+	return r
 }

@@ -61,7 +61,11 @@ func (s *nftSyncer) sync(ctx context.Context, now time.Time, st *NFTState) (nftR
 		if err != nil && !knftables.IsNotFound(err) {
 			return res, fmt.Errorf("proxy: list the nftables sets: %w", err)
 		}
-		nftFullTx(tx, st)
+		have := map[string]bool{}
+		for _, name := range existing {
+			have[name] = true
+		}
+		nftFullTx(tx, st, have)
 		s.flushStale(tx, now, st, existing)
 		for _, name := range sets {
 			if _, ok := st.Affinity[name]; !ok && strings.HasPrefix(name, "affinity-") {
@@ -189,4 +193,41 @@ func (s *nftSyncer) partialTx(tx *knftables.Transaction, now time.Time, st *NFTS
 			tx.Delete(&knftables.Set{Name: name})
 		}
 	}
+}
+
+// nftMode is the Proxier's syncer in nftables mode: an nftSyncer of the
+// Input's NFTState, with the UDP conntrack clean-up of iptables mode.
+type nftMode struct {
+	s        *nftSyncer
+	udp      udpCleaner
+	checkDue bool
+}
+
+var _ modeSyncer = (*nftMode)(nil)
+
+// periodic has the next sync check that the table is still there (a
+// `nft flush ruleset` removes it): when it is not, that sync is full.
+func (m *nftMode) periodic() { m.checkDue = true }
+
+func (m *nftMode) sync(now time.Time, in Input) (syncResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if m.checkDue {
+		if _, err := m.s.nft.List(ctx, "chains"); knftables.IsNotFound(err) {
+			m.s.needFull = true
+		}
+		m.checkDue = false
+	}
+	st := NFTBuild(in)
+	r, err := m.s.sync(ctx, now, st)
+	res := syncResult{Full: r.Full, ServicePorts: st.ServicePorts, Endpoints: st.Endpoints, Rules: r.Operations, ChainsDeleted: r.ChainsDeleted}
+	if err != nil {
+		return res, err
+	}
+	if len(m.s.stale) > 0 {
+		res.Again = staleChainDelay + 100*time.Millisecond
+	}
+	n, err := m.udp.synced(st.UDP)
+	res.ConntrackDeleted = n
+	return res, err
 }

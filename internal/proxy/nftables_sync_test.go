@@ -25,7 +25,7 @@ func freshDump(t *testing.T, st *NFTState) string {
 	t.Helper()
 	fake := knftables.NewFake(knftables.IPv4Family, nftTable)
 	tx := fake.NewTransaction()
-	nftFullTx(tx, st)
+	nftFullTx(tx, st, nil)
 	if err := fake.Run(context.Background(), tx); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestNFTBuildGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			fake := knftables.NewFake(knftables.IPv4Family, nftTable)
 			tx := fake.NewTransaction()
-			nftFullTx(tx, NFTBuild(loadInput(t, name)))
+			nftFullTx(tx, NFTBuild(loadInput(t, name)), nil)
 			if err := fake.Run(context.Background(), tx); err != nil {
 				t.Fatalf("the fake refused the transaction: %v", err)
 			}
@@ -42,8 +43,13 @@ func TestNFTBuild(t *testing.T) {
 		t.Fatalf("no service-ips element for default/web:http: %v", st.Elements[nftServiceIPs])
 	}
 	chain := st.Elements[nftServiceIPs][web][len("goto "):]
-	if r := st.Chains[chain]; len(r) != 1 || !strings.Contains(r[0], "numgen random mod") {
-		t.Errorf("%s: %q, want one numgen rule over the endpoints", chain, r)
+	want := []string{
+		"numgen random mod 3 == 0 meta l4proto tcp dnat to 10.42.1.5:8080",
+		"numgen random mod 2 == 0 meta l4proto tcp dnat to 10.42.2.7:8080",
+		"meta l4proto tcp dnat to 10.42.3.3:8080",
+	}
+	if r := st.Chains[chain]; !slices.Equal(r, want) {
+		t.Errorf("%s: %q, want each of the three endpoints picked with probability 1/3:\n%q", chain, r, want)
 	}
 	none := NFTBuild(loadInput(t, "no-endpoints"))
 	for k, v := range none.Elements[nftNoEndpointSvcs] {
@@ -66,7 +72,7 @@ func TestNFTKernel(t *testing.T) {
 	}
 	st := NFTBuild(loadInput(t, "upstream-overall"))
 	tx := nft.NewTransaction()
-	nftFullTx(tx, st)
+	nftFullTx(tx, st, nil)
 	if err := nft.Run(context.Background(), tx); err != nil {
 		t.Fatalf("nft refused the table: %v", err)
 	}

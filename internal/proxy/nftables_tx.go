@@ -63,8 +63,10 @@ var nftSets = []struct {
 
 // nftFullTx adds to tx what makes the table hold st, from any state of it:
 // the table, every chain flushed and written, every set and map with its
-// elements. Chains and sets of st's absence are not deleted here.
-func nftFullTx(tx *knftables.Transaction, st *NFTState) {
+// elements. Chains and sets of st's absence are not deleted here. existing
+// are the per-service chains the table has now (nil: unknown): only those
+// need a flush, and nft is much slower with a flush of each of thousands.
+func nftFullTx(tx *knftables.Transaction, st *NFTState, existing map[string]bool) {
 	tx.Add(&knftables.Table{Comment: knftables.PtrTo("rules for kube-proxy (orch)")})
 	for _, c := range nftBaseChains {
 		tx.Add(&knftables.Chain{Name: c.name, Type: knftables.PtrTo(c.typ), Hook: knftables.PtrTo(c.hook), Priority: knftables.PtrTo(c.priority)})
@@ -90,7 +92,9 @@ func nftFullTx(tx *knftables.Transaction, st *NFTState) {
 	chains := sortedKeys(st.Chains)
 	for _, name := range chains {
 		tx.Add(&knftables.Chain{Name: name})
-		tx.Flush(&knftables.Chain{Name: name})
+		if existing == nil || existing[name] {
+			tx.Flush(&knftables.Chain{Name: name})
+		}
 	}
 	for _, name := range chains {
 		for _, r := range st.Chains[name] {

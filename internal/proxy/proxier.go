@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/knftables"
 )
 
 // Defaults, as kube-proxy's iptables mode.
@@ -29,8 +30,25 @@ const (
 	DefaultFullSyncPeriod = time.Hour
 )
 
+// The proxy's modes (Config.Mode, --proxy-mode), as kube-proxy's.
+const (
+	ModeIPTables = "iptables"
+	ModeNFTables = "nftables"
+)
+
+// modeSyncer writes the rules of one mode.
+type modeSyncer interface {
+	// sync writes the rules of in.
+	sync(now time.Time, in Input) (syncResult, error)
+	// periodic asks the next sync to check what other programs may have
+	// removed (a SyncPeriod tick).
+	periodic()
+}
+
 // Config configures a Proxier.
 type Config struct {
+	// Mode is ModeIPTables (the default) or ModeNFTables.
+	Mode     string
 	NodeName string
 	NodeIPs  []net.IP // this node's addresses
 	// ClusterCIDR is the pods' CIDR: traffic to a cluster IP from outside
@@ -54,7 +72,7 @@ type Proxier struct {
 	cfg    Config
 	client kubernetes.Interface
 	log    *slog.Logger
-	s      *syncer
+	s      modeSyncer
 	health *healthServer
 
 	kick      chan struct{}
@@ -62,15 +80,33 @@ type Proxier struct {
 	readyOnce sync.Once
 }
 
-// New checks cfg and makes a Proxier. It fails when iptables is missing.
+// New checks cfg and makes a Proxier. It fails when the mode's tools
+// (iptables, or nft 1.0.1 or later) are missing.
 func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Proxier, error) {
-	d, err := newIPTablesDriver()
-	if err != nil {
-		return nil, err
+	switch cfg.Mode {
+	case "", ModeIPTables:
+		d, err := newIPTablesDriver()
+		if err != nil {
+			return nil, err
+		}
+		return newProxier(cfg, client, log, d, netlinkConntrack{})
+	case ModeNFTables:
+		nft, err := knftables.New(knftables.IPv4Family, nftTable)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: --proxy-mode nftables needs nft 1.0.1 or later and a kernel with nf_tables (Debian: apt-get install nftables): %w", err)
+		}
+		p, err := newProxier(cfg, client, log, nil, netlinkConntrack{})
+		if err != nil {
+			return nil, err
+		}
+		p.s = &nftMode{s: newNFTSyncer(nft, p.cfg.FullSyncPeriod), udp: udpCleaner{ct: netlinkConntrack{}}}
+		return p, nil
 	}
-	return newProxier(cfg, client, log, d, netlinkConntrack{})
+	return nil, fmt.Errorf("proxy: unknown proxy mode %q (iptables or nftables)", cfg.Mode)
 }
 
+// newProxier makes a Proxier in iptables mode through w (nil: the
+// caller sets the mode's syncer).
 func newProxier(cfg Config, client kubernetes.Interface, log *slog.Logger, w iptsync.Writer, ct conntrackCleaner) (*Proxier, error) {
 	if cfg.NodeName == "" {
 		return nil, errors.New("proxy: Config.NodeName is required (the name of this node, to find its local endpoints)")
@@ -91,13 +127,16 @@ func newProxier(cfg Config, client kubernetes.Interface, log *slog.Logger, w ipt
 	if cfg.FullSyncPeriod <= 0 {
 		cfg.FullSyncPeriod = DefaultFullSyncPeriod
 	}
+	if cfg.Mode == "" {
+		cfg.Mode = ModeIPTables
+	}
 	if log == nil {
 		log = slog.Default()
 	}
 	log = log.With("component", "proxy")
 	return &Proxier{
 		cfg: cfg, client: client, log: log,
-		s:      newSyncer(w, ct, cfg.FullSyncPeriod),
+		s:      modeOf(w, ct, cfg.FullSyncPeriod),
 		health: newHealthServer(log, 2*cfg.SyncPeriod),
 		kick:   make(chan struct{}, 1),
 		ready:  make(chan struct{}),
@@ -140,9 +179,12 @@ func (p *Proxier) changed() {
 // Start watches Services and EndpointSlices and keeps the rules in step
 // until ctx ends. A failed sync is retried with backoff, as a full sync.
 func (p *Proxier) Start(ctx context.Context) error {
-	if err := allowLocalhostNodePorts(p.log); err != nil {
-		p.log.Warn("NodePorts will not answer on 127.0.0.1", "err", err)
+	if p.cfg.Mode == ModeIPTables {
+		if err := allowLocalhostNodePorts(p.log); err != nil {
+			p.log.Warn("NodePorts will not answer on 127.0.0.1", "err", err)
+		}
 	}
+	p.removeOtherMode()
 	// As kube-proxy: leave objects handed to another proxy, and the slices
 	// of headless services, out of the caches altogether.
 	f := informers.NewSharedInformerFactoryWithOptions(p.client, 0,
@@ -199,7 +241,7 @@ func (p *Proxier) run(ctx context.Context, list func() Input) {
 			return
 		case <-p.kick:
 		case <-periodic.C:
-			p.s.JumpsDue = true
+			p.s.periodic()
 		case <-retry.C:
 		}
 		if wait := p.cfg.MinSyncPeriod - time.Since(last); !last.IsZero() && wait > 0 {
@@ -224,6 +266,9 @@ func (p *Proxier) run(ctx context.Context, list func() Input) {
 			continue
 		}
 		backoff = p.cfg.MinSyncPeriod
+		if res.Again > 0 {
+			retry.Reset(res.Again) // flushed chains to delete
+		}
 		p.health.sync(in)
 		p.log.Info("synced service rules", "full", res.Full, "servicePorts", res.ServicePorts,
 			"endpoints", res.Endpoints, "rules", res.Rules, "chainsWritten", res.ChainsWritten,
@@ -232,5 +277,26 @@ func (p *Proxier) run(ctx context.Context, list func() Input) {
 		if res.Full {
 			p.readyOnce.Do(func() { close(p.ready) })
 		}
+	}
+}
+
+func modeOf(w iptsync.Writer, ct conntrackCleaner, fullSyncPeriod time.Duration) modeSyncer {
+	if w == nil {
+		return nil
+	}
+	return newSyncer(w, ct, fullSyncPeriod)
+}
+
+// removeOtherMode removes the rules the other mode left (a switch of
+// --proxy-mode), as kube-proxy does.
+func (p *Proxier) removeOtherMode() {
+	var err error
+	if p.cfg.Mode == ModeNFTables {
+		err = cleanupIPTables(p.log)
+	} else {
+		err = cleanupNFTables(p.log)
+	}
+	if err != nil {
+		p.log.Warn("could not remove the rules of the other proxy mode", "err", err)
 	}
 }

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"fmt"
 	"time"
 
 	"orch/internal/iptsync"
@@ -13,13 +12,17 @@ import (
 // stale UDP conntrack entries. It is not safe for concurrent use.
 type syncer struct {
 	iptsync.Syncer
-	ct  conntrackCleaner // nil: no conntrack cleanup
-	udp udpState
+	udp udpCleaner
 }
 
+var _ modeSyncer = (*syncer)(nil)
+
 func newSyncer(w iptsync.Writer, ct conntrackCleaner, fullSyncPeriod time.Duration) *syncer {
-	return &syncer{Syncer: iptsync.Syncer{W: w, FullSyncPeriod: fullSyncPeriod}, ct: ct}
+	return &syncer{Syncer: iptsync.Syncer{W: w, FullSyncPeriod: fullSyncPeriod}, udp: udpCleaner{ct: ct}}
 }
+
+// periodic has the next sync check the jump rules.
+func (s *syncer) periodic() { s.JumpsDue = true }
 
 // syncResult describes one sync, for logs, tests and benchmarks.
 type syncResult struct {
@@ -30,6 +33,9 @@ type syncResult struct {
 	ChainsWritten    int // chains written, fixed and per-service
 	ChainsDeleted    int
 	ConntrackDeleted uint
+	// Again, when positive, asks for another sync that soon (nftables
+	// mode: flushed chains wait to be deleted).
+	Again time.Duration
 }
 
 // sync writes the rules for in. A full sync rewrites every chain and
@@ -43,14 +49,10 @@ func (s *syncer) sync(now time.Time, in Input) (syncResult, error) {
 	if err != nil {
 		return res, err
 	}
-	if f := staleFilter(s.udp, rs.UDP); f != nil && s.ct != nil {
-		n, err := s.ct.DeleteFlows(f)
-		if err != nil {
-			// Keep the old UDP state: the next sync tries these again.
-			return res, fmt.Errorf("proxy: rules are written but deleting stale UDP conntrack entries of %s failed: %w", f, err)
-		}
-		res.ConntrackDeleted = n
+	n, err := s.udp.synced(rs.UDP)
+	res.ConntrackDeleted = n
+	if err != nil {
+		return res, err
 	}
-	s.udp = rs.UDP
 	return res, nil
 }
