@@ -39,11 +39,12 @@
 //     and syncs, batching changes over MinSyncPeriod, rewriting everything
 //     every FullSyncPeriod and after any error.
 //
-// nftables.go builds, from the same Input, the table of upstream's
-// nftables mode (NFTBuild, pure; nftFullTx writes it whole through
-// sigs.k8s.io/knftables). Nothing runs it yet: there is no --proxy-mode
-// flag, and its partial syncs (element diffs, stale chains deleted a
-// second after they are flushed) are still to be written.
+// With Config.Mode ModeNFTables the same model is written as upstream's
+// nftables mode lays it out (nftables.go: NFTBuild, pure; nftables_tx.go:
+// the table's fixed part; nftables_sync.go: full and partial syncs through
+// sigs.k8s.io/knftables, stale chains deleted a second after they are
+// flushed). Endpoints are spread by one numgen rule each, not upstream's
+// anonymous map (see BenchmarkNFTFullSync).
 //
 // IPv4 only: IPv6 addresses of dual-stack services are skipped. Topology
 // hints (trafficDistribution, zone hints) are not used.
