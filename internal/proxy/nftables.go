@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 )
@@ -99,14 +100,15 @@ func NFTBuild(in Input) *NFTState {
 		"ip daddr . meta l4proto . th dport vmap @"+nftServiceIPs,
 		"fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @"+nftServiceNP)
 	for _, sp := range ports {
-		st.servicePort(sp, eps[sp.name+"\x00"+sp.protocol], in.ClusterCIDR)
+		st.servicePort(sp, eps[sp.name+"\x00"+sp.protocol], in)
 	}
 	return st
 }
 
 func (st *NFTState) elem(set, key, value string) { st.Elements[set][key] = value }
 
-func (st *NFTState) servicePort(sp *servicePort, eps []endpoint, clusterCIDR string) {
+func (st *NFTState) servicePort(sp *servicePort, eps []endpoint, in Input) {
+	clusterCIDR := in.ClusterCIDR
 	cluster, local, reachable, any := categorize(sp, eps)
 	st.ServicePorts++
 	st.UDP.add(sp, eps)
@@ -147,7 +149,13 @@ func (st *NFTState) servicePort(sp *servicePort, eps []endpoint, clusterCIDR str
 		for _, ip := range sp.lbIPs {
 			st.elem(nftFirewallIPs, key(ip, port), "goto "+fwChain)
 		}
-		st.Chains[fwChain] = []string{"ip saddr != { " + strings.Join(sp.lbSources, ", ") + " } drop"}
+		// A node inside a source range also reaches the balancer's
+		// addresses bound on it, where its traffic loops back from them.
+		allowed := append([]string{}, sp.lbSources...)
+		if sourcesHoldNode(sp.lbSources, in.NodeIPs) {
+			allowed = append(allowed, sp.lbIPs...)
+		}
+		st.Chains[fwChain] = []string{"ip saddr != { " + strings.Join(allowed, ", ") + " } drop"}
 	}
 	if sp.nodePort != 0 {
 		npKey := proto + " . " + strconv.Itoa(sp.nodePort)
@@ -186,7 +194,9 @@ func (st *NFTState) servicePort(sp *servicePort, eps []endpoint, clusterCIDR str
 		if sp.affinitySeconds > 0 {
 			eb := nftEndpointBase(sp, e)
 			st.Affinity["affinity-"+eb] = sp.affinitySeconds
-			st.Chains["endpoint-"+eb] = []string{"update @affinity-" + eb + " { ip saddr }", dnatTo(proto, e)}
+			// The timeout in the rule too: a changed timeoutSeconds
+			// changes the chain, which a partial sync writes.
+			st.Chains["endpoint-"+eb] = []string{fmt.Sprintf("update @affinity-%s { ip saddr timeout %ds }", eb, sp.affinitySeconds), dnatTo(proto, e)}
 		}
 	}
 	st.Endpoints += len(reachable)
@@ -222,4 +232,20 @@ func (st *NFTState) toEndpoints(sp *servicePort, eps []endpoint) []string {
 		}
 	}
 	return r
+}
+
+// sourcesHoldNode reports whether one of the CIDRs holds a node address.
+func sourcesHoldNode(cidrs []string, nodeIPs []net.IP) bool {
+	for _, c := range cidrs {
+		_, n, err := net.ParseCIDR(c)
+		if err != nil {
+			continue
+		}
+		for _, ip := range nodeIPs {
+			if n.Contains(ip) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -107,11 +107,14 @@ func (s *nftSyncer) deleteStale(ctx context.Context, now time.Time, st *NFTState
 	if len(gone) == 0 {
 		return 0, nil
 	}
-	if err := s.nft.Run(ctx, tx); err != nil {
-		return 0, fmt.Errorf("proxy: delete stale nftables chains: %w", err)
-	}
+	// Forgotten whatever happens: when the delete fails (a chain still
+	// busy, or gone with the table), the full sync that follows finds
+	// those that still exist and flushes them again.
 	for _, name := range gone {
 		delete(s.stale, name)
+	}
+	if err := s.nft.Run(ctx, tx); err != nil {
+		return 0, fmt.Errorf("proxy: delete stale nftables chains: %w", err)
 	}
 	return len(gone), nil
 }
@@ -134,8 +137,7 @@ func (s *nftSyncer) flushStale(tx *knftables.Transaction, now time.Time, st *NFT
 func (s *nftSyncer) partialTx(tx *knftables.Transaction, now time.Time, st *NFTState) {
 	for _, name := range sortedKeys(st.Affinity) {
 		if _, ok := s.prev.Affinity[name]; !ok {
-			tx.Add(&knftables.Set{Name: name, Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag},
-				Timeout: knftables.PtrTo(time.Duration(st.Affinity[name]) * time.Second)})
+			tx.Add(affinitySet(name))
 		}
 	}
 	var changed []string
@@ -174,8 +176,8 @@ func (s *nftSyncer) partialTx(tx *knftables.Transaction, now time.Time, st *NFTS
 			}
 		}
 	}
-	for name, rules := range s.prev.FixedRules {
-		if !slices.Equal(rules, st.FixedRules[name]) {
+	for _, name := range sortedKeys(st.FixedRules) {
+		if !slices.Equal(s.prev.FixedRules[name], st.FixedRules[name]) {
 			tx.Flush(&knftables.Chain{Name: name})
 			for _, r := range st.FixedRules[name] {
 				tx.Add(&knftables.Rule{Chain: name, Rule: r})
@@ -215,6 +217,7 @@ func (m *nftMode) sync(now time.Time, in Input) (syncResult, error) {
 	if m.checkDue {
 		if _, err := m.s.nft.List(ctx, "chains"); knftables.IsNotFound(err) {
 			m.s.needFull = true
+			clear(m.s.stale) // gone with the table
 		}
 		m.checkDue = false
 	}

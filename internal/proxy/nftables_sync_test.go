@@ -110,6 +110,19 @@ func TestNFTSyncAffinity(t *testing.T) {
 	if _, err := s.sync(ctx, t0, NFTBuild(in)); err != nil {
 		t.Fatal(err)
 	}
+	// A new timeout is in the endpoints' rules, which a partial sync writes.
+	longer := loadInput(t, "affinity")
+	for _, svc := range longer.Services {
+		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+			*c.ClientIP.TimeoutSeconds += 100
+		}
+	}
+	if res, err := s.sync(ctx, t0.Add(500*time.Millisecond), NFTBuild(longer)); err != nil || res.Full || res.Operations == 0 {
+		t.Fatalf("a new affinity timeout: %+v, %v; want a partial sync that writes it", res, err)
+	}
+	if got, want := sortedDump(fake), freshDump(t, NFTBuild(longer)); got != want {
+		t.Errorf("with a new affinity timeout, the table differs from a full write:\n%s", goldentest.LineDiff(want, got))
+	}
 	none := in
 	none.Slices = nil
 	for i, at := range []time.Duration{time.Second, 3 * time.Second} {
@@ -119,5 +132,41 @@ func TestNFTSyncAffinity(t *testing.T) {
 	}
 	if got, want := sortedDump(fake), freshDump(t, NFTBuild(none)); got != want {
 		t.Errorf("without endpoints, the table differs from a full write:\n%s", goldentest.LineDiff(want, got))
+	}
+}
+
+// TestNFTSyncAfterTableLoss: chains waiting to be deleted when the table
+// goes (nft flush ruleset) make one full sync, not one every second.
+func TestNFTSyncAfterTableLoss(t *testing.T) {
+	ctx := context.Background()
+	fake := knftables.NewFake(knftables.IPv4Family, nftTable)
+	s := newNFTSyncer(fake, time.Hour)
+	in := loadInput(t, "upstream-overall")
+	fewer := in
+	fewer.Services = in.Services[1:]
+	t0 := time.Unix(1e9, 0)
+	for i, st := range []*NFTState{NFTBuild(in), NFTBuild(fewer)} {
+		if _, err := s.sync(ctx, t0.Add(time.Duration(i)*time.Second), st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx := fake.NewTransaction()
+	tx.Delete(&knftables.Table{})
+	if err := fake.Run(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	var fulls []bool
+	for i := range 4 {
+		res, err := s.sync(ctx, t0.Add(time.Duration(3+2*i)*time.Second), NFTBuild(fewer))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fulls = append(fulls, res.Full)
+	}
+	if !slices.Equal(fulls, []bool{true, false, false, false}) {
+		t.Errorf("syncs after the table went were full: %v; want one full sync, then partial ones", fulls)
+	}
+	if got, want := sortedDump(fake), freshDump(t, NFTBuild(fewer)); got != want {
+		t.Errorf("after the table came back, it differs from a full write:\n%s", goldentest.LineDiff(want, got))
 	}
 }

@@ -62,13 +62,22 @@ func TestNFTBuild(t *testing.T) {
 	}
 }
 
-// TestNFTKernel writes the upstream-overall input's table with the real
-// nft (in the private network namespace) and reads it back.
+// TestNFTKernel has the real nft (in the private network namespace) check
+// the tables of a few inputs, then writes the upstream-overall input's
+// table and reads it back.
 func TestNFTKernel(t *testing.T) {
 	requireNetns(t)
 	nft, err := knftables.New(knftables.IPv4Family, nftTable)
 	if err != nil {
 		t.Skipf("nft is not usable here (Debian: apt-get install nftables): %v", err)
+	}
+	for _, name := range []string{"affinity", "loadbalancer", "external-local"} {
+		tx := nft.NewTransaction()
+		nftFullTx(tx, NFTBuild(loadInput(t, name)), nil)
+		tx.Delete(&knftables.Table{})
+		if err := nft.Run(context.Background(), tx); err != nil {
+			t.Fatalf("nft refused the table of %s: %v", name, err)
+		}
 	}
 	st := NFTBuild(loadInput(t, "upstream-overall"))
 	tx := nft.NewTransaction()

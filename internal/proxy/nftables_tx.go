@@ -3,7 +3,6 @@ package proxy
 import (
 	"sort"
 	"strings"
-	"time"
 
 	"sigs.k8s.io/knftables"
 )
@@ -21,7 +20,12 @@ type nftBaseChain struct {
 var nftBaseChains = []nftBaseChain{
 	{"filter-prerouting-pre-dnat", knftables.FilterType, knftables.PreroutingHook, "-110", []string{"ct state new jump " + nftFirewallCheck}},
 	{"filter-output-pre-dnat", knftables.FilterType, knftables.OutputHook, "-110", []string{"ct state new jump " + nftFirewallCheck}},
-	{"filter-input", knftables.FilterType, knftables.InputHook, "0", []string{"ct state new jump " + nftNodePortEPCheck, "ct state new jump " + nftServiceEPCheck}},
+	{"filter-input", knftables.FilterType, knftables.InputHook, "0", []string{
+		// What iptables mode's KUBE-FIREWALL does: a node that once ran
+		// it keeps net.ipv4.conf.all.route_localnet=1, which would let
+		// other hosts reach its loopback services.
+		`ip daddr 127.0.0.0/8 iifname != "lo" drop`,
+		"ct state new jump " + nftNodePortEPCheck, "ct state new jump " + nftServiceEPCheck}},
 	{"filter-forward", knftables.FilterType, knftables.ForwardHook, "0", []string{"ct state new jump " + nftServiceEPCheck, "ct state new jump " + nftClusterIPsCheck}},
 	{"filter-output", knftables.FilterType, knftables.OutputHook, "0", []string{"ct state new jump " + nftServiceEPCheck, "ct state new jump " + nftClusterIPsCheck}},
 	{"nat-prerouting", knftables.NATType, knftables.PreroutingHook, "-100", []string{"jump " + nftServices}},
@@ -86,8 +90,7 @@ func nftFullTx(tx *knftables.Transaction, st *NFTState, existing map[string]bool
 		}
 	}
 	for _, name := range sortedKeys(st.Affinity) {
-		tx.Add(&knftables.Set{Name: name, Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag},
-			Timeout: knftables.PtrTo(time.Duration(st.Affinity[name]) * time.Second)})
+		tx.Add(affinitySet(name))
 	}
 	chains := sortedKeys(st.Chains)
 	for _, name := range chains {
@@ -136,4 +139,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// affinitySet is an affinity set: each element (a client) carries the
+// timeout of the rule that added it (update … timeout), so that a new
+// timeoutSeconds is a change of rules, which partial syncs write.
+func affinitySet(name string) *knftables.Set {
+	return &knftables.Set{Name: name, Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag}}
 }
