@@ -89,7 +89,7 @@ bench: build
 # hour or more: not part of make test. FOCUS=regexp runs a subset, LABELS a
 # ginkgo label filter other than Conformance (scripts/conformance.sh).
 conformance: deps build
-	FOCUS='$(FOCUS)' LABELS='$(or $(LABELS),Conformance)' bash scripts/conformance.sh
+	FOCUS='$(FOCUS)' LABELS='$(or $(LABELS),Conformance)' NODE_ARGS='$(NODE_ARGS)' bash scripts/conformance.sh
 
 # make fuzz: a short run of the API decode/default/validate fuzz target.
 fuzz:

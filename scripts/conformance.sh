@@ -3,7 +3,7 @@
 # the version of k8s.io/api in go.mod) against a fresh two-node orch cluster
 # on this machine, then write docs/conformance.md and print the summary.
 #
-#   [FOCUS=regexp] [LABELS='Conformance'] [PROCS=2] scripts/conformance.sh
+#   [FOCUS=regexp] [LABELS='Conformance'] [PROCS=2] [NODE_ARGS='--proxy-mode nftables'] scripts/conformance.sh
 #
 # Runs as root. Steps:
 #  1. Once, cached in CONFORMANCE_CACHE/<version> (default
@@ -29,6 +29,8 @@ RUN=${CONFORMANCE_RUN:-/var/tmp/orch-conformance}
 PROCS=${PROCS:-2}
 LABELS=${LABELS:-Conformance}
 FOCUS=${FOCUS:-}
+# NODE_ARGS are more flags for both nodes' agents (e.g. --proxy-mode nftables).
+NODE_ARGS=${NODE_ARGS:-}
 NET=10.198.0
 BRIDGE=orchconf0
 
@@ -167,11 +169,11 @@ KUBECTL=$RUN/kubectl
 printf '#!/bin/sh\nexec %s kubectl "$@"\n' "$ORCH" >"$KUBECTL"
 chmod +x "$KUBECTL"
 say "starting orch server (conf-server, $NET.11) and orch agent (conf-agent, $NET.12)"
-start_node server $NET.11 server --advertise-address $NET.11 --write-kubeconfig "$KC"
+start_node server $NET.11 server --advertise-address $NET.11 --write-kubeconfig "$KC" $NODE_ARGS
 for _ in $(seq 120); do [ -s "$RUN/server/server/token" ] && [ -s "$KC" ] && break; sleep 1; done
 [ -s "$KC" ] || die "the server did not start: $RUN/server.log"
 "$KUBECTL" --kubeconfig "$KC" config set-cluster default --server "https://$NET.11:6443" >/dev/null
-start_node agent $NET.12 agent --server "https://$NET.11:6443" --token "$(cat "$RUN/server/server/token")"
+start_node agent $NET.12 agent --server "https://$NET.11:6443" --token "$(cat "$RUN/server/server/token")" $NODE_ARGS
 for n in $NODES; do state_of $n >"$RUN/$n.state"; done
 
 # Ready nodes that hold every image of the suite.
