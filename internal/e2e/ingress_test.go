@@ -147,6 +147,17 @@ spec: {selector: {app: other}, ports: [{port: 80, targetPort: 8080}]}
 			}
 		}
 	})
+	t.Run("curl --resolve", func(t *testing.T) {
+		// As a user would try it, with the Secret's certificate the only
+		// one trusted.
+		for _, n := range c.nodes {
+			out := mustRun(t, "curl", "-sS", "--max-time", "5", "--resolve", "web.example:443:"+c.ip[n],
+				"--cacert", filepath.Join(dir, "v1.crt"), "https://web.example/from-curl")
+			if f := strings.Fields(out); len(f) != 3 || !slices.Contains(webNames, f[0]) || f[2] != "/from-curl" {
+				t.Errorf("curl through %s: %q, want a web pod's answer", n, out)
+			}
+		}
+	})
 	t.Run("a path rule and the default backend", func(t *testing.T) {
 		cl := client(c.nodes[1], nil)
 		for _, tc := range []struct{ url, want string }{
