@@ -109,10 +109,14 @@ teardown() {
 		kill -9 "$pid" 2>/dev/null
 		rm -f "$RUN/$n.pid"
 	done
-	# Pods outlive their node's process: stop their shims, then what they held.
+	# Pods outlive their node's process: stop their containers (killing a
+	# shim leaves them running) and their shims, then what they held.
 	for n in $NODES; do
 		s=$(cat "$RUN/$n.state" 2>/dev/null) || continue
-		[ -n "$s" ] && pkill -9 -f "containerd-shim-runc-v2 .*$s" && sleep 1
+		if [ -n "$s" ]; then
+			for shim in $(pgrep -f "containerd-shim-runc-v2 .*$s"); do pkill -9 -P "$shim"; done
+			pkill -9 -f "containerd-shim-runc-v2 .*$s" && sleep 1
+		fi
 		nsenter --net=/run/netns/orch-conf-$n "$ORCH" agent cleanup >/dev/null 2>&1
 		awk -v d="$RUN/" -v s="$s" '$5 ~ "^"d || (s != "" && $5 ~ "^"s) {print $5}' /proc/self/mountinfo |
 			sort -r | xargs -r -n1 umount -l
