@@ -21,7 +21,17 @@ import (
 // everything but one node's pod range blocks that range; deleting the
 // policies restores all traffic.
 func TestNetworkPolicy(t *testing.T) {
-	c := startNetCluster(t, network.BackendVXLAN, 86)
+	networkPolicy(t, startNetCluster(t, network.BackendVXLAN, 86))
+}
+
+// TestNetworkPolicyNFTables is TestNetworkPolicy with the Service proxy in
+// nftables mode: the policies (iptables) see the traffic after the nft
+// table's DNAT as they do after iptables mode's.
+func TestNetworkPolicyNFTables(t *testing.T) {
+	networkPolicy(t, startNetClusterMode(t, network.BackendVXLAN, "nftables", 89))
+}
+
+func networkPolicy(t *testing.T, c *netCluster) {
 	// a/web-<node> serves 8080 and 9090; a/client and b/client-<node>
 	// ask them.
 	var objs strings.Builder
@@ -56,10 +66,19 @@ spec:
 		}
 	}
 	waitPodIn(t, c, "a", "client")
+	// The web pods' Service: policies see its traffic after the proxy's
+	// DNAT, at the pods' address and port.
+	c.s.Kubectl(t, "create", "service", "clusterip", "web", "-n", "a", "--tcp=80:8080")
+	c.s.Kubectl(t, "set", "selector", "service", "web", "-n", "a", "app=web")
+	svcIP := c.s.Kubectl(t, "get", "service", "web", "-n", "a", "-o", "jsonpath={.spec.clusterIP}")
 
 	// reach reports whether ns/pod gets an answer from the web pod of
 	// node on port.
 	reach := func(ns, pod, node string, port int) bool {
+		if node == "service" {
+			r := c.s.Run(t, Cmd{Args: []string{"exec", "-n", ns, pod, "--", "timeout", "3", "wget", "-O-", fmt.Sprintf("http://%s:%d/who", svcIP, port)}})
+			return r.Code == 0 && strings.Contains(r.Stdout, "web-")
+		}
 		r := c.s.Run(t, Cmd{Args: []string{"exec", "-n", ns, pod, "--", "timeout", "3", "wget", "-O-", fmt.Sprintf("http://%s:%d/who", ip[node], port)}})
 		return r.Code == 0 && strings.Contains(r.Stdout, "web-"+node)
 	}
@@ -75,7 +94,7 @@ spec:
 			var wrong []string
 			for _, p := range probes {
 				if got := reach(p.ns, p.pod, p.node, p.port); got != p.want {
-					wrong = append(wrong, fmt.Sprintf("%s/%s → web-%s:%d reached=%v", p.ns, p.pod, p.node, p.port, got))
+					wrong = append(wrong, fmt.Sprintf("%s/%s → %s:%d reached=%v", p.ns, p.pod, p.node, p.port, got))
 				}
 			}
 			if len(wrong) > 0 {
@@ -86,7 +105,8 @@ spec:
 	}
 	a, b := c.nodes[0], c.nodes[1]
 	expect("before any policy",
-		probe{"b", "client-" + a, a, 8080, true}, probe{"b", "client-" + a, b, 9090, true}, probe{"a", "client", b, 8080, true})
+		probe{"b", "client-" + a, a, 8080, true}, probe{"b", "client-" + a, b, 9090, true}, probe{"a", "client", b, 8080, true},
+		probe{"a", "client", "service", 80, true})
 
 	c.s.KubectlIn(t, `apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
@@ -110,7 +130,8 @@ spec:
 		probe{"b", "client-" + a, a, 8080, true}, probe{"b", "client-" + a, b, 8080, true}, // same node, across nodes
 		probe{"b", "client-" + b, a, 8080, true},
 		probe{"b", "client-" + a, a, 9090, false}, probe{"b", "client-" + a, b, 9090, false}, // not another port
-		probe{"a", "client", a, 8080, false}, probe{"a", "client", b, 8080, false}) // nor another namespace
+		probe{"a", "client", a, 8080, false}, probe{"a", "client", b, 8080, false}, // nor another namespace
+		probe{"b", "client-" + b, "service", 80, true}, probe{"a", "client", "service", 80, false}) // through the Service too
 
 	far, err := c.client.CoreV1().Nodes().Get(context.Background(), b, metav1.GetOptions{})
 	if err != nil {
