@@ -37,6 +37,7 @@ import (
 	"orch/internal/localstore"
 	"orch/internal/network"
 	"orch/internal/pki"
+	"orch/internal/proxy"
 	"orch/internal/run"
 	"orch/internal/sdnotify"
 	"orch/internal/tunnel"
@@ -147,6 +148,19 @@ func (cfg Config) check() (checked, error) {
 	case network.BackendVXLAN, network.BackendHostGW, network.BackendNone:
 	default:
 		return c, fmt.Errorf("orch agent: --network-backend %q is not one of vxlan, host-gw or none", c.NetworkBackend)
+	}
+	switch c.ProxyMode {
+	case "", proxy.ModeIPTables, proxy.ModeNFTables:
+	default:
+		return c, fmt.Errorf("orch agent: --proxy-mode %q is not one of iptables or nftables", c.ProxyMode)
+	}
+	for _, p := range []struct {
+		flag string
+		port int
+	}{{"--ingress-http-port", c.IngressHTTPPort}, {"--ingress-https-port", c.IngressHTTPSPort}} {
+		if p.port < 0 || p.port > 65535 {
+			return c, fmt.Errorf("orch agent: %s %d is not a port number (0 turns it off)", p.flag, p.port)
+		}
 	}
 	if c.ResolvConf == "" {
 		c.ResolvConf = "/etc/resolv.conf"

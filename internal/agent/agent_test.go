@@ -26,6 +26,8 @@ func TestCheck(t *testing.T) {
 			wantErr: "orch agent: --server is required (the URL of an orch server, e.g. https://10.0.0.1:6443)"},
 		{name: "no token", cfg: Config{Server: "https://x:6443"}, wantErr: "--token or --token-file is required"},
 		{name: "missing token file", cfg: Config{Server: "https://x:6443", TokenFile: filepath.Join(dir, "none")}, wantErr: "--token-file"},
+		{name: "unknown proxy mode", cfg: Config{Server: "https://x:6443", Token: "t", ProxyMode: "ipvs"}, wantErr: `--proxy-mode "ipvs" is not one of iptables or nftables`},
+		{name: "bad ingress port", cfg: Config{Server: "https://x:6443", Token: "t", IngressHTTPSPort: 70000}, wantErr: "--ingress-https-port 70000 is not a port number"},
 		{name: "bad node ip", cfg: Config{Server: "https://x:6443", Token: "t", NodeIPs: []string{"10.0.0.300"}}, wantErr: `--node-ip "10.0.0.300"`},
 		{name: "token file, defaults", cfg: Config{Server: "https://x:6443", TokenFile: tokenFile, NodeName: "Worker-A"},
 			check: func(t *testing.T, c checked) {
