@@ -80,13 +80,30 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, a authz.Attri
 		s.log.Debug("authorization had errors", "user", a.User.Name, "err", err)
 	}
 	if rbacpolicy.IsComponent(a.User.Name) {
-		// orch's own components act under the bootstrap policy: a refusal
-		// means the policy lacks a rule.
-		s.log.Warn("refused a request of an orch component: the bootstrap policy lacks a rule",
-			"user", a.User.Name, "verb", a.Verb, "resource", a.Resource, "subresource", a.Subresource, "namespace", a.Namespace, "path", a.Path)
+		// orch's own components act under the bootstrap policy: once the
+		// authorizers hold the roles, a refusal means the policy lacks a
+		// rule. Before that (a server starting) it is expected: the
+		// component retries.
+		logf := s.log.Warn
+		msg := "refused a request of an orch component: the bootstrap policy lacks a rule"
+		if !s.authorizersSynced() {
+			logf, msg = s.log.Debug, "an orch component was refused before the authorizers' caches synced"
+		}
+		logf(msg, "user", a.User.Name, "verb", a.Verb, "resource", a.Resource, "subresource", a.Subresource, "namespace", a.Namespace, "path", a.Path)
 	}
 	s.respondError(w, r, forbidden(a, reason), schema.GroupResource{Group: a.APIGroup, Resource: a.Resource}, a.Name)
 	return false
+}
+
+// authorizersSynced says whether the authorizers hold what the watch
+// caches held when they started.
+func (s *Server) authorizersSynced() bool {
+	select {
+	case <-s.authzSynced:
+		return true
+	default:
+		return false
+	}
 }
 
 // forbidden is upstream's 403 for refused attributes.

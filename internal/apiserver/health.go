@@ -72,12 +72,10 @@ func (s *Server) healthChecks(ready bool) map[string]func(context.Context) error
 			if !s.started {
 				return fmt.Errorf("watch caches not started")
 			}
-			select {
-			case <-s.authzSynced:
-				return nil
-			default:
+			if !s.authorizersSynced() {
 				return fmt.Errorf("the authorizers do not have the roles, bindings and pods yet")
 			}
+			return nil
 		}
 	}
 	return checks

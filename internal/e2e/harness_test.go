@@ -84,7 +84,7 @@ func startServer(t testing.TB, withAgent bool, bindAddress string, extra ...stri
 
 // refusedComponent is what the apiserver logs when it refuses a request of
 // one of orch's own components (internal/apiserver/authorize.go).
-const refusedComponent = "refused a request of an orch component"
+const refusedComponent = "refused a request of an orch component: the bootstrap policy lacks a rule"
 
 // stopWhenDone stops the server when the test ends, logs its output if
 // the test failed, and cleans up after its agent. A request of one of
