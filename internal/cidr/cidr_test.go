@@ -1,6 +1,9 @@
 package cidr
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestGatewayIP(t *testing.T) {
 	for in, want := range map[string]string{
@@ -12,5 +15,40 @@ func TestGatewayIP(t *testing.T) {
 	}
 	if _, err := GatewayIP("10.42.1.0"); err == nil {
 		t.Error("GatewayIP of an address without a prefix length: no error")
+	}
+}
+
+func TestParseList(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string // want "": an error
+	}{
+		{"10.42.0.0/16", "[10.42.0.0/16]"},
+		{"10.42.0.7/16", "[10.42.0.0/16]"},
+		{"10.42.0.0/16,fd00:42::/56", "[10.42.0.0/16 fd00:42::/56]"},
+		{"fd00:42::/56, 10.42.0.0/16", "[fd00:42::/56 10.42.0.0/16]"},
+		{"10.42.0.0/16,10.43.0.0/16", ""},
+		{"fd00:42::/56,fd00:43::/56", ""},
+		{"10.42.0.0/16,fd00:42::/56,10.1.0.0/16", ""},
+		{"10.42.0.0", ""},
+		{"", ""},
+		{"::ffff:10.42.0.0/112", ""},
+	} {
+		got, err := ParseList("--cluster-cidr", tc.in)
+		if tc.want == "" {
+			if err == nil {
+				t.Errorf("ParseList(%q) = %v, want an error", tc.in, got)
+			}
+			continue
+		}
+		if err != nil || fmt.Sprint(got) != tc.want {
+			t.Errorf("ParseList(%q) = %v, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+	ps, _ := ParseList("", "10.42.0.0/16,fd00:42::/56")
+	if p, ok := Of(ps, false); !ok || p.String() != "fd00:42::/56" {
+		t.Errorf("Of(IPv6) = %v, %v", p, ok)
+	}
+	if _, ok := Of(ps[:1], false); ok {
+		t.Error("Of(IPv6) of an IPv4-only list found one")
 	}
 }

@@ -8,10 +8,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"orch/internal/agent"
 	"orch/internal/apiserver/filters"
+	"orch/internal/cidr"
 	"orch/internal/network"
 )
 
@@ -115,8 +117,11 @@ func (c Config) manifestDir() string { return filepath.Join(c.serverDir(), "mani
 // parsed is Config with addresses and networks parsed and checked.
 type parsed struct {
 	Config
-	serviceCIDR *net.IPNet
-	clusterCIDR *net.IPNet
+	// serviceCIDRs and clusterCIDRs are --service-cidr and --cluster-cidr:
+	// one network, or an IPv4 and an IPv6 one (dual stack), the first the
+	// primary; serviceCIDR and clusterCIDR are the primaries.
+	serviceCIDRs, clusterCIDRs []*net.IPNet
+	serviceCIDR, clusterCIDR   *net.IPNet
 	nodeIPs     []net.IP
 	advertise   net.IP
 	several     bool // one of several servers (see ha)
@@ -125,12 +130,16 @@ type parsed struct {
 func (c Config) parse() (parsed, error) {
 	p := parsed{Config: c, several: c.startedAsOneOfSeveral()}
 	var err error
-	if _, p.serviceCIDR, err = net.ParseCIDR(c.ServiceCIDR); err != nil {
-		return p, fmt.Errorf("--service-cidr %q is not a CIDR (e.g. 10.43.0.0/16): %w", c.ServiceCIDR, err)
+	if p.serviceCIDRs, err = parseCIDRs("--service-cidr", c.ServiceCIDR); err != nil {
+		return p, err
 	}
-	if _, p.clusterCIDR, err = net.ParseCIDR(c.ClusterCIDR); err != nil {
-		return p, fmt.Errorf("--cluster-cidr %q is not a CIDR (e.g. 10.42.0.0/16): %w", c.ClusterCIDR, err)
+	if p.clusterCIDRs, err = parseCIDRs("--cluster-cidr", c.ClusterCIDR); err != nil {
+		return p, err
 	}
+	if (len(p.serviceCIDRs) == 2) != (len(p.clusterCIDRs) == 2) || p.serviceCIDRs[0].IP.To4() == nil != (p.clusterCIDRs[0].IP.To4() == nil) {
+		return p, fmt.Errorf("--service-cidr %s and --cluster-cidr %s must have the same families, in the same order", c.ServiceCIDR, c.ClusterCIDR)
+	}
+	p.serviceCIDR, p.clusterCIDR = p.serviceCIDRs[0], p.clusterCIDRs[0]
 	if ip := net.ParseIP(c.ClusterDNS); ip == nil || !p.serviceCIDR.Contains(ip) {
 		return p, fmt.Errorf("--cluster-dns %q must be an IP inside --service-cidr %s", c.ClusterDNS, c.ServiceCIDR)
 	}
@@ -160,4 +169,26 @@ func (c Config) parse() (parsed, error) {
 		p.nodeIPs = []net.IP{p.advertise}
 	}
 	return p, nil
+}
+
+// parseCIDRs parses a --service-cidr or --cluster-cidr value.
+func parseCIDRs(flag, value string) ([]*net.IPNet, error) {
+	prefixes, err := cidr.ParseList(flag, value)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*net.IPNet, len(prefixes))
+	for i, p := range prefixes {
+		_, out[i], _ = net.ParseCIDR(p.String())
+	}
+	return out, nil
+}
+
+// cidrList is nets as a flag would give them: comma-separated.
+func cidrList(nets []*net.IPNet) string {
+	s := make([]string, len(nets))
+	for i, n := range nets {
+		s[i] = n.String()
+	}
+	return strings.Join(s, ",")
 }

@@ -83,7 +83,7 @@ func memberNode(member string) string {
 }
 
 func (p parsed) settings() join.ServerSettings {
-	return join.ServerSettings{ClusterCIDR: p.clusterCIDR.String(), ServiceCIDR: p.serviceCIDR.String(),
+	return join.ServerSettings{ClusterCIDR: cidrList(p.clusterCIDRs), ServiceCIDR: cidrList(p.serviceCIDRs),
 		ClusterDNS: p.ClusterDNS, ClusterDomain: p.ClusterDomain, HTTPSPort: p.HTTPSPort}
 }
 

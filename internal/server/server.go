@@ -180,7 +180,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	joins, err := newJoinHandler(bundle, tokenHolder, own, join.Cluster{DNS: p.ClusterDNS, Domain: p.ClusterDomain, ClusterCIDR: p.clusterCIDR.String(), ServiceCIDR: p.serviceCIDR.String()}, loopback, log.With("component", "join"))
+	joins, err := newJoinHandler(bundle, tokenHolder, own, join.Cluster{DNS: p.ClusterDNS, Domain: p.ClusterDomain, ClusterCIDR: cidrList(p.clusterCIDRs), ServiceCIDR: cidrList(p.serviceCIDRs)}, loopback, log.With("component", "join"))
 	if err != nil {
 		return err
 	}
