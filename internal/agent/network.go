@@ -39,12 +39,22 @@ func clusterNetwork(c checked, cluster join.Cluster, creds *join.Credentials, cn
 		return nil, err
 	}
 	parts := []run.Named{{Name: "pod routes", Runnable: router}}
+	// One pod CIDR per IP family: the proxy and the network policy
+	// enforcer program those families.
+	prefixes, err := cidr.ParseList("cluster CIDR", cluster.ClusterCIDR)
+	if err != nil {
+		return nil, err
+	}
+	var clusterCIDRs []string
+	for _, pfx := range prefixes {
+		clusterCIDRs = append(clusterCIDRs, pfx.String())
+	}
 	if !c.DisableProxy {
 		proxyClient, err := componentClient(creds, join.KubeProxyUser, "service proxy", log)
 		if err != nil {
 			return nil, err
 		}
-		p, err := proxy.New(proxy.Config{Mode: c.ProxyMode, NodeName: c.NodeName, NodeIPs: c.ips, ClusterCIDR: cluster.ClusterCIDR}, proxyClient, log)
+		p, err := proxy.New(proxy.Config{Mode: c.ProxyMode, NodeName: c.NodeName, NodeIPs: c.ips, ClusterCIDRs: clusterCIDRs}, proxyClient, log)
 		if err != nil {
 			return nil, err
 		}
@@ -56,7 +66,7 @@ func clusterNetwork(c checked, cluster join.Cluster, creds *join.Credentials, cn
 		}
 	} else {
 		// The pod network's identity: network policy is part of it.
-		e, err := netpol.New(netpol.Config{NodeName: c.NodeName}, routesClient, log)
+		e, err := netpol.New(netpol.Config{NodeName: c.NodeName, ClusterCIDRs: clusterCIDRs}, routesClient, log)
 		if err != nil {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"orch/internal/apiserver/admission/noderestriction"
+	"orch/internal/apiserver/registry/services"
 	"orch/internal/volumeprotection"
 )
 
@@ -194,12 +195,20 @@ func (s *Server) admitUpdate(ctx context.Context, rs *resourceStore, subresource
 	return nil
 }
 
-// allocateService reserves the cluster IP and node ports svc needs and old
-// (nil on create) did not have; a dry run reserves nothing.
+// allocateService reserves the cluster IPs and node ports svc needs and old
+// (nil on create) did not have; a dry run reserves nothing. On a create it
+// first settles the IP families (an update does so before validation:
+// initServiceFamilies). What an update no longer holds is given back once
+// it is stored (settleServiceUpdate).
 func (s *Server) allocateService(ctx context.Context, rs *resourceStore, svc, old *corev1.Service, dryRun bool) error {
 	owner := svc.Namespace + "/" + svc.Name
 	if svc.Spec.ClusterIP == corev1.ClusterIPNone {
 		svc.Spec.ClusterIPs = []string{corev1.ClusterIPNone}
+	}
+	if old == nil {
+		if err := s.initServiceFamilies(rs, svc, nil); err != nil {
+			return err
+		}
 	}
 	if !needsNodePorts(svc) && svc.Spec.Type == corev1.ServiceTypeClusterIP {
 		for i := range svc.Spec.Ports {
@@ -209,20 +218,13 @@ func (s *Server) allocateService(ctx context.Context, rs *resourceStore, svc, ol
 	if dryRun {
 		return nil
 	}
-	var reserved []string
-	fail := func(err error) error {
-		for _, key := range reserved {
-			s.alloc.release(ctx, key)
-		}
+	reserved, err := s.alloc.clusterIPs(ctx, svc, old, owner)
+	if err != nil {
 		return asInvalid(rs, svc.Name, err)
 	}
-	if needsClusterIP(svc) && (old == nil || !needsClusterIP(old)) {
-		ip, err := s.alloc.clusterIP(ctx, svc.Spec.ClusterIP, owner, field.NewPath("spec", "clusterIP"))
-		if err != nil {
-			return fail(err)
-		}
-		reserved = append(reserved, clusterIPPrefix+ip)
-		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = ip, []string{ip}
+	fail := func(err error) error {
+		s.alloc.releaseAll(ctx, reserved)
+		return asInvalid(rs, svc.Name, err)
 	}
 	if err := s.allocateHealthCheckNodePort(ctx, svc, old, owner); err != nil {
 		return fail(err)
@@ -230,17 +232,20 @@ func (s *Server) allocateService(ctx context.Context, rs *resourceStore, svc, ol
 	if svc.Spec.HealthCheckNodePort != 0 && (old == nil || old.Spec.HealthCheckNodePort != svc.Spec.HealthCheckNodePort) {
 		reserved = append(reserved, nodePortPrefix+strconv.Itoa(int(svc.Spec.HealthCheckNodePort)))
 	}
-	if !needsNodePorts(svc) {
+	if !hasNodePorts(svc) {
 		return nil
 	}
 	held := map[int32]bool{}
-	if old != nil && needsNodePorts(old) {
+	if old != nil && hasNodePorts(old) {
 		for _, p := range old.Spec.Ports {
 			held[p.NodePort] = true
 		}
 	}
 	for i := range svc.Spec.Ports {
 		port := &svc.Spec.Ports[i]
+		if port.NodePort == 0 && !needsNodePorts(svc) {
+			continue // allocateLoadBalancerNodePorts false: only those asked for
+		}
 		if port.NodePort != 0 && held[port.NodePort] {
 			continue
 		}
@@ -254,20 +259,45 @@ func (s *Server) allocateService(ctx context.Context, rs *resourceStore, svc, ol
 	return nil
 }
 
+// initServiceFamilies applies upstream's IP family rules (defaults, what
+// the cluster's service CIDRs allow, upgrade and downgrade) to a service
+// being written; old is nil on a create.
+func (s *Server) initServiceFamilies(rs *resourceStore, svc, old *corev1.Service) error {
+	if errs := services.InitIPFamilies(svc, old, s.alloc.families); len(errs) > 0 {
+		return apierrors.NewInvalid(rs.gvk.GroupKind(), svc.Name, errs)
+	}
+	return nil
+}
+
+// settleServiceUpdate gives back, once an update of a service is over,
+// what one side holds and the other does not: on success what the stored
+// service no longer uses (its second IP after a downgrade, its IPs when it
+// became an ExternalName service, node ports it dropped), on failure what
+// allocateService reserved for it.
+func (s *Server) settleServiceUpdate(ctx context.Context, obj, old runtime.Object, failed bool) {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return
+	}
+	now, before := serviceKeys(svc), serviceKeys(old.(*corev1.Service))
+	if failed {
+		s.alloc.releaseAll(ctx, keysNotIn(now, before))
+		return
+	}
+	s.alloc.releaseAll(ctx, keysNotIn(before, now))
+}
+
 // allocateHealthCheckNodePort gives a LoadBalancer Service with
 // externalTrafficPolicy Local its spec.healthCheckNodePort from the node
-// port range, as upstream (the one asked for, or a free one), and gives
-// back the one an update no longer needs.
+// port range, as upstream (the one asked for, or a free one). The one an
+// update no longer needs is given back once it is stored.
 func (s *Server) allocateHealthCheckNodePort(ctx context.Context, svc, old *corev1.Service, owner string) error {
 	had := int32(0)
 	if old != nil {
 		had = old.Spec.HealthCheckNodePort
 	}
 	if !needsHealthCheckNodePort(svc) {
-		if had != 0 && svc.Spec.HealthCheckNodePort == 0 {
-			s.alloc.release(ctx, nodePortPrefix+strconv.Itoa(int(had)))
-		}
-		return nil
+		return nil // settleServiceUpdate gives back the one it had
 	}
 	if had != 0 && (svc.Spec.HealthCheckNodePort == 0 || svc.Spec.HealthCheckNodePort == had) {
 		svc.Spec.HealthCheckNodePort = had
@@ -294,22 +324,10 @@ func (s *Server) releaseOnFailure(ctx context.Context, rs *resourceStore, obj ru
 	}
 }
 
-// releaseResources gives back a deleted service's IP and node ports.
+// releaseResources gives back a deleted service's IPs and node ports.
 func (s *Server) releaseResources(ctx context.Context, rs *resourceStore, obj runtime.Object) {
-	svc, ok := obj.(*corev1.Service)
-	if !ok {
-		return
-	}
-	if svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone {
-		s.alloc.release(ctx, clusterIPPrefix+svc.Spec.ClusterIP)
-	}
-	for _, p := range svc.Spec.Ports {
-		if p.NodePort != 0 {
-			s.alloc.release(ctx, nodePortPrefix+strconv.Itoa(int(p.NodePort)))
-		}
-	}
-	if svc.Spec.HealthCheckNodePort != 0 {
-		s.alloc.release(ctx, nodePortPrefix+strconv.Itoa(int(svc.Spec.HealthCheckNodePort)))
+	if svc, ok := obj.(*corev1.Service); ok {
+		s.alloc.releaseAll(ctx, serviceKeys(svc))
 	}
 }
 

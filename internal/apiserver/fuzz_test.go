@@ -16,7 +16,7 @@ import (
 // path and the storage encoding do not touch it.
 func fuzzServer(t testing.TB) *Server {
 	_, cidr, _ := net.ParseCIDR("10.43.0.0/16")
-	s, err := New(Config{Resources: all.Resources(), ServiceCIDR: cidr, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := New(Config{Resources: all.Resources(), ServiceCIDRs: []*net.IPNet{cidr}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

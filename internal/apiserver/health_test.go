@@ -16,7 +16,7 @@ import (
 func TestHealthWithholdsReasons(t *testing.T) {
 	_, cidr, _ := net.ParseCIDR("10.43.0.0/16")
 	var logged strings.Builder
-	s, err := New(Config{ServiceCIDR: cidr, Log: slog.New(slog.NewTextHandler(&logged, nil)),
+	s, err := New(Config{ServiceCIDRs: []*net.IPNet{cidr}, Log: slog.New(slog.NewTextHandler(&logged, nil)),
 		Checks: map[string]func(context.Context) error{"etcd": func(context.Context) error {
 			return errors.New("dial tcp 127.0.0.1:2379: secret detail")
 		}}})

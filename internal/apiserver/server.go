@@ -39,11 +39,13 @@ import (
 
 // Config is what the apiserver needs from the composition root.
 type Config struct {
-	Storage     storage.Interface
-	Resources   []registry.Resource
-	ServiceCIDR *net.IPNet
-	Version     version.Info
-	Log         *slog.Logger
+	Storage   storage.Interface
+	Resources []registry.Resource
+	// ServiceCIDRs are the ranges of cluster IPs: one, or two of
+	// different families (dual stack), the primary first.
+	ServiceCIDRs []*net.IPNet
+	Version      version.Info
+	Log          *slog.Logger
 	// Checks are extra health checks (e.g. "etcd") shown on /readyz,
 	// /livez and /healthz.
 	Checks map[string]func(ctx context.Context) error
@@ -160,11 +162,10 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Log, codecs: newCodecs(newScheme()),
 		resources: map[schema.GroupVersionResource]*resourceStore{}, metrics: newMetrics(),
 		authz: newAuthorizers(), authzSynced: make(chan struct{}), extReady: make(chan struct{})}
-	if cfg.ServiceCIDR == nil {
-		return nil, fmt.Errorf("apiserver: a service CIDR is required")
-	}
-	s.alloc = &allocator{store: cfg.Storage, cidr: cfg.ServiceCIDR}
 	var err error
+	if s.alloc, err = newAllocator(cfg.Storage, cfg.ServiceCIDRs); err != nil {
+		return nil, err
+	}
 	if s.plugins, err = AdmissionPlugins(cfg.EnableAdmissionPlugins, cfg.DisableAdmissionPlugins); err != nil {
 		return nil, err
 	}

@@ -267,7 +267,7 @@ func (s *Server) retryUpdate(ctx context.Context, rs *resourceStore, info reques
 }
 
 // updateObject runs the update path for obj replacing old.
-func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj runtime.Object, subresource string, wr writeRequest) (runtime.Object, error) {
+func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj runtime.Object, subresource string, wr writeRequest) (result runtime.Object, err error) {
 	accessor, oldAccessor := mustAccessor(obj), mustAccessor(old)
 	if rv := accessor.GetResourceVersion(); rv != "" && rv != oldAccessor.GetResourceVersion() {
 		return nil, storage.ErrConflict
@@ -339,6 +339,13 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 		// a custom resource's status write was prepared above.
 		rs.res.PrepareForUpdate(obj, old)
 	}
+	if svc, ok := obj.(*corev1.Service); ok && subresource == "" {
+		// As upstream, a service's IP families are settled before the
+		// update is validated.
+		if err := s.initServiceFamilies(rs, svc, old.(*corev1.Service)); err != nil {
+			return nil, err
+		}
+	}
 	// Custom resources' PrepareForUpdate moves their generation; the
 	// server's own updates (a binding) move none, as upstream's.
 	if rs.res.HasStatus && rs.custom == nil && subresource != "status" && subresource != internalUpdate && (specChanged(obj, old) || annotationsBumpGeneration(rs, accessor, oldAccessor)) {
@@ -349,6 +356,9 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 	}
 	if err := s.admitUpdate(ctx, rs, subresource, obj, old, wr.dryRun); err != nil {
 		return nil, err
+	}
+	if !wr.dryRun {
+		defer func() { s.settleServiceUpdate(ctx, obj, old, err != nil) }()
 	}
 	managed := obj
 	if !wr.keepManagedFields {
@@ -380,7 +390,13 @@ func (s *Server) updateObject(ctx context.Context, rs *resourceStore, old, obj r
 		return managed, nil
 	}
 	if deleteOnUpdate(oldAccessor, managed) {
-		return rs.remove(ctx, accessor.GetNamespace(), accessor.GetName(), revisionOf(old))
+		removed, err := rs.remove(ctx, accessor.GetNamespace(), accessor.GetName(), revisionOf(old))
+		if err == nil {
+			// What old held and managed does not is given back by
+			// settleServiceUpdate.
+			s.releaseResources(ctx, rs, managed)
+		}
+		return removed, err
 	}
 	return rs.update(ctx, managed, revisionOf(old))
 }

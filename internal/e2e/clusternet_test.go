@@ -50,7 +50,24 @@ func startNetCluster(t *testing.T, backend string, subnet int) *netCluster {
 // startNetClusterMode is startNetCluster with the agents' --proxy-mode.
 func startNetClusterMode(t *testing.T, backend, proxyMode string, subnet int) *netCluster {
 	t.Helper()
+	return startNetClusterWith(t, netClusterOptions{backend: backend, proxyMode: proxyMode, subnet: subnet})
+}
+
+// netClusterOptions are a test cluster's: the agents' --network-backend
+// and --proxy-mode, the host bridge's subnet (10.199.<subnet>.0/24), and
+// more flags for the server.
+type netClusterOptions struct {
+	backend, proxyMode string
+	subnet             int
+	serverArgs         []string
+}
+
+// startNetClusterWith starts a server and two agents, each in a network
+// namespace of its own on a bridge of the host.
+func startNetClusterWith(t *testing.T, o netClusterOptions) *netCluster {
+	t.Helper()
 	requireRuntime(t)
+	backend, proxyMode, subnet := o.backend, o.proxyMode, o.subnet
 	c := &netCluster{hostIP: fmt.Sprintf("10.199.%d.1", subnet), ip: map[string]string{}, netns: map[string]string{}, agent: map[string]*Agent{},
 		proxyMode: proxyMode}
 	bridge := makeBridge(t, "oebr", c.hostIP)
@@ -60,7 +77,7 @@ func startNetClusterMode(t *testing.T, backend, proxyMode string, subnet int) *n
 		t.Fatal(err)
 	}
 
-	c.s = StartServerAt(t, c.hostIP)
+	c.s = StartServerAt(t, c.hostIP, o.serverArgs...)
 	c.client = c.s.client(t)
 	server := fmt.Sprintf("https://%s:%d", c.hostIP, c.s.Port)
 	for i, suffix := range []string{"a", "b"} {
@@ -78,7 +95,7 @@ func startNetClusterMode(t *testing.T, backend, proxyMode string, subnet int) *n
 			return
 		}
 		for _, n := range c.nodes {
-			for _, args := range [][]string{{"iptables-save"}, {"nft", "list", "ruleset"}, {"ip", "route"}, {"conntrack", "-L"}} {
+			for _, args := range [][]string{{"iptables-save"}, {"ip6tables-save"}, {"nft", "list", "ruleset"}, {"ip", "route"}, {"ip", "-6", "route"}, {"ip", "-6", "neigh"}, {"conntrack", "-L"}} {
 				out, err := exec.Command("nsenter", append([]string{"--net=/run/netns/" + c.netns[n]}, args...)...).CombinedOutput()
 				t.Logf("node %s: %s: %v\n%s", n, strings.Join(args, " "), err, truncateHead(string(out), 20000))
 			}

@@ -53,10 +53,10 @@ func StartServer(t testing.TB) *Server {
 
 // StartServerAt is StartServer listening on every address, its serving
 // certificate naming ip too, so that agents in other network namespaces
-// reach it at https://ip:port.
-func StartServerAt(t testing.TB, ip string) *Server {
+// reach it at https://ip:port; extra are more flags.
+func StartServerAt(t testing.TB, ip string, extra ...string) *Server {
 	t.Helper()
-	return startServer(t, false, "0.0.0.0", "--tls-san", ip)
+	return startServer(t, false, "0.0.0.0", append([]string{"--tls-san", ip}, extra...)...)
 }
 
 // StartServerWithAgent is StartServer with the server's own agent, whose

@@ -68,6 +68,9 @@ type Options struct {
 	// the apiserver's (see apiserver.Config).
 	ServiceAccountMaxTokenExpiration time.Duration
 	NoExtendedTokenExpiration        bool
+	// ServiceCIDRs are the apiserver's service CIDRs, primary first (two
+	// of different families for dual stack); empty means 10.43.0.0/16.
+	ServiceCIDRs []string
 }
 
 // Start runs etcd and the apiserver until the test ends.
@@ -88,7 +91,7 @@ func StartWith(t testing.TB, opts Options) *Server {
 	}
 	t.Cleanup(etcd.Close)
 	store := storage.NewEtcd(etcd.Client)
-	_, cidr, _ := net.ParseCIDR("10.43.0.0/16")
+	serviceCIDRs := serviceCIDRs(t, opts.ServiceCIDRs)
 	log := Logger()
 	key := signingKey(t)
 	frontProxy, err := pki.EnsureFrontProxy(t.TempDir())
@@ -98,7 +101,7 @@ func StartWith(t testing.TB, opts Options) *Server {
 	api, err := apiserver.New(apiserver.Config{
 		// No client certificates reach this server: the client CA it
 		// publishes is the front proxy's.
-		Aggregation: &apiserver.AggregationConfig{ClientCAPEM: frontProxy.CACertPEM, RequestHeaderCAPEM: frontProxy.CACertPEM, ProxyClient: frontProxy.Client}, Storage: store, Resources: all.Resources(), ServiceCIDR: cidr, Version: version.Info(), Log: log,
+		Aggregation: &apiserver.AggregationConfig{ClientCAPEM: frontProxy.CACertPEM, RequestHeaderCAPEM: frontProxy.CACertPEM, ProxyClient: frontProxy.Client}, Storage: store, Resources: all.Resources(), ServiceCIDRs: serviceCIDRs, Version: version.Info(), Log: log,
 		ServiceAccountKey: key, ExternalAddress: "127.0.0.1:6443", Now: opts.Now,
 		DisableServiceAccountAdmission: !opts.ServiceAccountAdmission, NodeRegistrationSecret: opts.NodeRegistrationSecret, KubeletClient: kubeletClient(opts.KubeletTLS),
 		EnableAdmissionPlugins: opts.EnableAdmissionPlugins, DisableAdmissionPlugins: opts.DisableAdmissionPlugins, PodSecurityConfigFile: opts.PodSecurityConfigFile,
@@ -149,6 +152,22 @@ func StartWith(t testing.TB, opts Options) *Server {
 		})
 	}
 	return s
+}
+
+// serviceCIDRs parses the service CIDRs a test chose, or gives the default.
+func serviceCIDRs(t testing.TB, cidrs []string) []*net.IPNet {
+	if len(cidrs) == 0 {
+		cidrs = []string{"10.43.0.0/16"}
+	}
+	var out []*net.IPNet
+	for _, c := range cidrs {
+		_, n, err := net.ParseCIDR(c)
+		if err != nil {
+			t.Fatalf("envtest: service CIDR %q: %v", c, err)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // ConfigAs is a client configuration that acts as user in groups (the

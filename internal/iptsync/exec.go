@@ -14,20 +14,48 @@ import (
 	"github.com/coreos/go-iptables/iptables"
 )
 
-// Exec runs the host's iptables-restore and iptables-save (IPv4).
+// Family is the IP family of the tables written: IPv4 through iptables,
+// IPv6 through ip6tables. The two have separate tables in the kernel.
+type Family int
+
+const (
+	IPv4 Family = iota // iptables, iptables-restore, iptables-save
+	IPv6               // ip6tables, ip6tables-restore, ip6tables-save
+)
+
+// tool is the family's name of an iptables program: "iptables-save" is
+// "ip6tables-save" for IPv6.
+func (f Family) tool(name string) string {
+	if f == IPv6 {
+		return "ip6" + strings.TrimPrefix(name, "ip")
+	}
+	return name
+}
+
+func (f Family) String() string {
+	if f == IPv6 {
+		return "IPv6"
+	}
+	return "IPv4"
+}
+
+// Exec runs the host's iptables-restore and iptables-save, or their ip6
+// versions.
 type Exec struct {
 	who     string // the component, leading its errors: "proxy"
+	family  Family
 	restore string
 	save    string
 }
 
-// NewExec finds iptables-restore and iptables-save; who leads its errors.
-func NewExec(who string) (*Exec, error) {
-	e := &Exec{who: who}
+// NewExec finds the family's iptables-restore and iptables-save; who leads
+// its errors.
+func NewExec(f Family, who string) (*Exec, error) {
+	e := &Exec{who: who, family: f}
 	for _, t := range []struct {
 		dst  *string
 		name string
-	}{{&e.restore, "iptables-restore"}, {&e.save, "iptables-save"}} {
+	}{{&e.restore, f.tool("iptables-restore")}, {&e.save, f.tool("iptables-save")}} {
 		p, err := exec.LookPath(t.name)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s not found in PATH; install the iptables package (Debian: apt-get install iptables)", who, t.name)
@@ -43,7 +71,7 @@ var failedLine = regexp.MustCompile(`line:? (\d+)`)
 // becomes an error (and a retry) instead of stopping every later sync.
 const commandTimeout = 2 * time.Minute
 
-// Restore runs iptables-restore --noflush with data on stdin. Each table
+// Restore runs (ip6)iptables-restore --noflush with data on stdin. Each table
 // in data commits as one transaction.
 func (e *Exec) Restore(data []byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
@@ -58,7 +86,7 @@ func (e *Exec) Restore(data []byte) error {
 			n, _ := strconv.Atoi(m[1])
 			msg += "; input around it:\n" + linesAround(data, n, 2)
 		}
-		return fmt.Errorf("%s: iptables-restore failed: %w: %s", e.who, err, msg)
+		return fmt.Errorf("%s: %s failed: %w: %s", e.who, e.family.tool("iptables-restore"), err, msg)
 	}
 	return nil
 }
@@ -73,7 +101,7 @@ func linesAround(data []byte, n, k int) string {
 	return b.String()
 }
 
-// Chains lists the chains of a table, from iptables-save.
+// Chains lists the chains of a table, from (ip6)iptables-save.
 func (e *Exec) Chains(table string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
 	defer cancel()
@@ -83,7 +111,7 @@ func (e *Exec) Chains(table string) ([]string, error) {
 		if errors.As(err, &ee) {
 			err = fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
 		}
-		return nil, fmt.Errorf("%s: iptables-save -t %s: %w", e.who, table, err)
+		return nil, fmt.Errorf("%s: %s -t %s: %w", e.who, e.family.tool("iptables-save"), table, err)
 	}
 	return ChainsInSave(out), nil
 }
@@ -114,12 +142,16 @@ type Jumps struct {
 	first bool
 }
 
-// NewJumps opens iptables (IPv4) for jumps; with first set, each must stay
-// the first rule of its chain.
-func NewJumps(who string, jumps []Jump, first bool) (*Jumps, error) {
-	ipt, err := iptables.New(iptables.IPFamily(iptables.ProtocolIPv4), iptables.Timeout(5))
+// NewJumps opens the family's iptables for jumps; with first set, each
+// must stay the first rule of its chain.
+func NewJumps(f Family, who string, jumps []Jump, first bool) (*Jumps, error) {
+	proto := iptables.ProtocolIPv4
+	if f == IPv6 {
+		proto = iptables.ProtocolIPv6
+	}
+	ipt, err := iptables.New(iptables.IPFamily(proto), iptables.Timeout(5))
 	if err != nil {
-		return nil, fmt.Errorf("%s: iptables is not usable (%w); install the iptables package (Debian: apt-get install iptables)", who, err)
+		return nil, fmt.Errorf("%s: %s is not usable (%w); install the iptables package (Debian: apt-get install iptables)", who, f.tool("iptables"), err)
 	}
 	return &Jumps{who: who, ipt: ipt, jumps: jumps, first: first}, nil
 }

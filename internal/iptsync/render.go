@@ -7,7 +7,10 @@
 // leaves out the chains whose rules did not change since the last write
 // and deletes the per-object chains that are gone. Exec applies it (each
 // table one transaction) and lists a table's chains; EnsureJumps keeps the
-// rules that send packets from the built-in chains to the caller's.
+// rules that send packets from the built-in chains to the caller's. An
+// Exec or Driver works on one Family's tables, IPv4 (iptables) or IPv6
+// (ip6tables): the text is the same for both, and a dual-stack caller keeps
+// one Syncer per family.
 //
 //	text := iptsync.Render([]iptsync.Table{{Name: "filter", Chains: chains, Stale: mine}}, prev, full)
 //	if err := exec.Restore(text.Data); err != nil { … }

@@ -53,3 +53,19 @@ func TestLinesAround(t *testing.T) {
 		t.Errorf("linesAround = %q, want %q", got, want)
 	}
 }
+
+func TestFamilyTool(t *testing.T) {
+	for _, tc := range []struct {
+		f          Family
+		name, want string
+	}{
+		{IPv4, "iptables-restore", "iptables-restore"},
+		{IPv6, "iptables-restore", "ip6tables-restore"},
+		{IPv6, "iptables-save", "ip6tables-save"},
+		{IPv6, "iptables", "ip6tables"},
+	} {
+		if got := tc.f.tool(tc.name); got != tc.want {
+			t.Errorf("%s.tool(%q) = %q, want %q", tc.f, tc.name, got, tc.want)
+		}
+	}
+}

@@ -14,8 +14,8 @@ type Writer interface {
 	Chains(table string) ([]string, error)
 }
 
-// Driver is the real Writer: go-iptables for the jump rules,
-// iptables-restore and iptables-save for the rest.
+// Driver is the real Writer of one family: go-iptables for the jump
+// rules, (ip6)iptables-restore and (ip6)iptables-save for the rest.
 type Driver struct {
 	*Exec
 	Jumps *Jumps
@@ -23,14 +23,21 @@ type Driver struct {
 
 var _ Writer = (*Driver)(nil)
 
-// NewDriver finds iptables for who (leading its errors) and its jumps;
-// with first, each jump must stay the first rule of its chain.
+// NewDriver is NewFamilyDriver for IPv4 (the network policy enforcer's
+// only family).
 func NewDriver(who string, jumps []Jump, first bool) (*Driver, error) {
-	js, err := NewJumps(who, jumps, first)
+	return NewFamilyDriver(IPv4, who, jumps, first)
+}
+
+// NewFamilyDriver finds the family's iptables for who (leading its
+// errors) and its jumps; with first, each jump must stay the first rule of
+// its chain.
+func NewFamilyDriver(f Family, who string, jumps []Jump, first bool) (*Driver, error) {
+	js, err := NewJumps(f, who, jumps, first)
 	if err != nil {
 		return nil, err
 	}
-	e, err := NewExec(who)
+	e, err := NewExec(f, who)
 	if err != nil {
 		return nil, err
 	}

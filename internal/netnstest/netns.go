@@ -95,7 +95,14 @@ func Run(tb testing.TB, name string, args ...string) string {
 // SaveChains parses `iptables-save -t table` into chain → rules.
 func SaveChains(tb testing.TB, table string) map[string][]string {
 	tb.Helper()
-	out := Run(tb, "iptables-save", "-t", table)
+	return SaveChainsOf(tb, "iptables-save", table)
+}
+
+// SaveChainsOf parses `save -t table` (iptables-save or ip6tables-save)
+// into chain → rules.
+func SaveChainsOf(tb testing.TB, save, table string) map[string][]string {
+	tb.Helper()
+	out := Run(tb, save, "-t", table)
 	chains := map[string][]string{}
 	for _, n := range iptsync.ChainsInSave([]byte(out)) {
 		chains[n] = nil

@@ -76,22 +76,33 @@ type portmapConf struct {
 }
 
 // BridgeConfList returns the CNI conflist of the node's pod network on
-// podCIDR (e.g. "10.42.3.0/24"): a bridge with host-local IPAM, the
-// gateway on the podCIDR's first address, and portmap. The podCIDR must be
-// a network address (no host bits) with room for the gateway and pods.
-func BridgeConfList(podCIDR string, opts BridgeOptions) ([]byte, error) {
-	prefix, err := netip.ParsePrefix(podCIDR)
-	if err != nil {
-		return nil, fmt.Errorf("network: pod CIDR %q is not a CIDR (e.g. 10.42.0.0/24): %w", podCIDR, err)
+// podCIDRs (e.g. "10.42.3.0/24", or that and "fd00:42:0:3::/64" on a
+// dual-stack node): a bridge with host-local IPAM, a range per family (so
+// a pod gets an address of each) with the gateway on its first address,
+// a default route per family, and portmap. Each podCIDR must be a network
+// address (no host bits) with room for the gateway and pods.
+func BridgeConfList(podCIDRs []string, opts BridgeOptions) ([]byte, error) {
+	if len(podCIDRs) == 0 || len(podCIDRs) > 2 {
+		return nil, fmt.Errorf("network: want one pod CIDR, or two of different families; got %q", podCIDRs)
 	}
-	if prefix.Masked() != prefix {
-		return nil, fmt.Errorf("network: pod CIDR %q has host bits set; want its network address, %s", podCIDR, prefix.Masked())
-	}
-	if prefix.Addr().BitLen()-prefix.Bits() < 2 {
-		return nil, fmt.Errorf("network: pod CIDR %q leaves no room for a gateway and pods; want a /30 or larger (a node gets a /24)", podCIDR)
-	}
-	if prefix.Addr().Is4In6() {
-		return nil, fmt.Errorf("network: pod CIDR %q is an IPv4-mapped IPv6 prefix; write it as IPv4", podCIDR)
+	var ranges [][]rangeConf
+	var routes []routeConf
+	families := map[bool]bool{}
+	for _, podCIDR := range podCIDRs {
+		prefix, err := checkPodCIDR(podCIDR)
+		if err != nil {
+			return nil, err
+		}
+		if families[prefix.Addr().Is4()] {
+			return nil, fmt.Errorf("network: pod CIDRs %q are of one family; want one IPv4 and one IPv6", podCIDRs)
+		}
+		families[prefix.Addr().Is4()] = true
+		ranges = append(ranges, []rangeConf{{Subnet: prefix.String(), Gateway: prefix.Addr().Next().String()}})
+		dst := "0.0.0.0/0"
+		if prefix.Addr().Is6() {
+			dst = "::/0"
+		}
+		routes = append(routes, routeConf{Dst: dst})
 	}
 	if opts.NetworkName == "" {
 		opts.NetworkName = DefaultNetworkName
@@ -108,10 +119,6 @@ func BridgeConfList(podCIDR string, opts BridgeOptions) ([]byte, error) {
 	if opts.MTU < 576 || opts.MTU > 65535 {
 		return nil, fmt.Errorf("network: MTU %d is out of range (576 to 65535)", opts.MTU)
 	}
-	dst := "0.0.0.0/0"
-	if prefix.Addr().Is6() {
-		dst = "::/0"
-	}
 	conf := confList{
 		CNIVersion: CNIVersion,
 		Name:       opts.NetworkName,
@@ -126,8 +133,8 @@ func BridgeConfList(podCIDR string, opts BridgeOptions) ([]byte, error) {
 				IPAM: ipamConf{
 					Type:    "host-local",
 					DataDir: opts.IPAMDataDir,
-					Ranges:  [][]rangeConf{{{Subnet: prefix.String(), Gateway: prefix.Addr().Next().String()}}},
-					Routes:  []routeConf{{Dst: dst}},
+					Ranges:  ranges,
+					Routes:  routes,
 				},
 			},
 			portmapConf{Type: "portmap", Capabilities: map[string]bool{"portMappings": true}, SNAT: true},
@@ -138,6 +145,24 @@ func BridgeConfList(podCIDR string, opts BridgeOptions) ([]byte, error) {
 		return nil, err
 	}
 	return append(data, '\n'), nil
+}
+
+// checkPodCIDR parses one pod CIDR and says what is wrong with it.
+func checkPodCIDR(podCIDR string) (netip.Prefix, error) {
+	prefix, err := netip.ParsePrefix(podCIDR)
+	if err != nil {
+		return prefix, fmt.Errorf("network: pod CIDR %q is not a CIDR (e.g. 10.42.0.0/24): %w", podCIDR, err)
+	}
+	if prefix.Masked() != prefix {
+		return prefix, fmt.Errorf("network: pod CIDR %q has host bits set; want its network address, %s", podCIDR, prefix.Masked())
+	}
+	if prefix.Addr().BitLen()-prefix.Bits() < 2 {
+		return prefix, fmt.Errorf("network: pod CIDR %q leaves no room for a gateway and pods; want a /30 or larger (a node gets a /24)", podCIDR)
+	}
+	if prefix.Addr().Is4In6() {
+		return prefix, fmt.Errorf("network: pod CIDR %q is an IPv4-mapped IPv6 prefix; write it as IPv4", podCIDR)
+	}
+	return prefix, nil
 }
 
 // DefaultMTU is the MTU of the interface that holds the host's IPv4

@@ -17,16 +17,17 @@ import (
 
 func TestBridgeConfListGolden(t *testing.T) {
 	for _, tc := range []struct {
-		golden  string
-		podCIDR string
-		opts    BridgeOptions
+		golden   string
+		podCIDRs []string
+		opts     BridgeOptions
 	}{
-		{"bridge-defaults.json", "10.42.3.0/24", BridgeOptions{}},
-		{"bridge-options.json", "10.244.7.0/24", BridgeOptions{NetworkName: "pods", Bridge: "orch-test0", MTU: 1400, IPAMDataDir: "/var/lib/orch/agent/cni/networks"}},
-		{"bridge-ipv6.json", "fd00:42:3::/64", BridgeOptions{MTU: 1450}},
+		{"bridge-defaults.json", []string{"10.42.3.0/24"}, BridgeOptions{}},
+		{"bridge-options.json", []string{"10.244.7.0/24"}, BridgeOptions{NetworkName: "pods", Bridge: "orch-test0", MTU: 1400, IPAMDataDir: "/var/lib/orch/agent/cni/networks"}},
+		{"bridge-ipv6.json", []string{"fd00:42:3::/64"}, BridgeOptions{MTU: 1450}},
+		{"bridge-dual.json", []string{"10.42.3.0/24", "fd00:42:0:3::/64"}, BridgeOptions{MTU: 1450}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
-			got, err := BridgeConfList(tc.podCIDR, tc.opts)
+			got, err := BridgeConfList(tc.podCIDRs, tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -37,7 +38,7 @@ func TestBridgeConfListGolden(t *testing.T) {
 
 // TestBridgeConfListFields reads the conflist back as the plugins do.
 func TestBridgeConfListFields(t *testing.T) {
-	data, err := BridgeConfList("10.42.3.0/24", BridgeOptions{MTU: 1400})
+	data, err := BridgeConfList([]string{"10.42.3.0/24"}, BridgeOptions{MTU: 1400})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,13 +91,18 @@ func TestBridgeConfListErrors(t *testing.T) {
 		{"10.42.3.0/24", BridgeOptions{MTU: 100}, "MTU 100 is out of range"},
 		{"10.42.3.0/24", BridgeOptions{MTU: 70000}, "MTU 70000 is out of range"},
 	} {
-		_, err := BridgeConfList(tc.podCIDR, tc.opts)
+		_, err := BridgeConfList([]string{tc.podCIDR}, tc.opts)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("BridgeConfList(%q, %+v) = %v, want an error with %q", tc.podCIDR, tc.opts, err, tc.want)
 		}
 	}
+	for _, cidrs := range [][]string{nil, {"10.42.3.0/24", "10.42.4.0/24"}, {"fd00::/64", "fd01::/64"}, {"10.42.3.0/24", "fd00::/64", "fd01::/64"}} {
+		if _, err := BridgeConfList(cidrs, BridgeOptions{}); err == nil {
+			t.Errorf("BridgeConfList(%q): no error; want one pod CIDR or one of each family", cidrs)
+		}
+	}
 	// The smallest that works: a gateway and one pod.
-	if _, err := BridgeConfList("10.42.3.4/30", BridgeOptions{}); err != nil {
+	if _, err := BridgeConfList([]string{"10.42.3.4/30"}, BridgeOptions{}); err != nil {
 		t.Errorf("/30: %v", err)
 	}
 }

@@ -1,8 +1,9 @@
 // Package network holds what orch knows about a node's networks: the host's
 // own address (HostIP) and the pod network on the node.
 //
-// Pods on a node share one Linux bridge (orch0) on the node's spec.podCIDR,
-// the /24 the server's node IPAM gives it out of --cluster-cidr. The
+// Pods on a node share one Linux bridge (orch0) on the node's spec.podCIDRs,
+// the /24 (and, dual stack, the /64) the server's node IPAM gives it out of
+// --cluster-cidr. The
 // container runtime (containerd's CRI plugin) sets the network up through
 // the standard CNI plugins (containernetworking/plugins, which orch carries:
 // package payload) from one conflist that orch writes into the runtime's CNI
@@ -42,7 +43,7 @@
 //
 // # Routes between nodes
 //
-// Each node's pods live on its own podCIDR (a /24 of --cluster-cidr); the
+// Each node's pods live on its own podCIDRs (a /24 of --cluster-cidr); the
 // Router makes the pods of one node reach the pods of every other node,
 // with the pods' own addresses (no NAT between pods), and lets pods reach
 // the world beyond the cluster CIDR through their node's address. It
@@ -68,8 +69,19 @@
 //     between nodes and NAT to the outside are someone else's (a CNI the
 //     user installs, or routes set by the site's routers).
 //
-// Only IPv4 is routed: a node's IPv4 podCIDR (of a dual-stack node too)
-// over its IPv4 InternalIP.
+// Dual stack (--cluster-cidr with an IPv4 and an IPv6 range): a node has
+// a podCIDR of each family, the conflist gives host-local a range of each
+// (so every pod gets two addresses, the gateways on orch0) and a default
+// route of each. The vxlan backend carries both families over the nodes'
+// IPv4 addresses: an IPv6 podCIDR is routed like an IPv4 one, "via <peer
+// IPv6 podCIDR network address> dev orch.vxlan onlink", with a permanent
+// IPv6 neighbour entry holding the peer's VXLAN MAC (so one FDB entry per
+// peer serves both). host-gw routes the IPv6 podCIDR via the peer's IPv6
+// InternalIP and skips, with a warning, a peer without one. The masquerade
+// and forward chains below are written with ip6tables too, for the IPv6
+// cluster CIDR, and net.ipv6.conf.all.forwarding and
+// net.bridge.bridge-nf-call-ip6tables are set. The underlay is IPv4: a
+// node needs an IPv4 InternalIP.
 //
 // orch's routes carry their own rtnetlink protocol number (RouteProtocol,
 // shown as "proto 123" by ip route), so the Router removes the routes of

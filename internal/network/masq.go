@@ -42,7 +42,11 @@ func comment(c string) []string { return []string{"-m", "comment", "--comment", 
 // "10.42.0.0/16"); randomFully adds --random-fully to MASQUERADE (iptables
 // 1.6.2 and later).
 func masqChains(cluster string, randomFully bool) []ruleChain {
-	masq := append([]string{"-s", cluster, "!", "-d", "224.0.0.0/4"}, comment("orch: pods to outside the cluster CIDR")...)
+	multicast := "224.0.0.0/4"
+	if strings.Contains(cluster, ":") {
+		multicast = "ff00::/8"
+	}
+	masq := append([]string{"-s", cluster, "!", "-d", multicast}, comment("orch: pods to outside the cluster CIDR")...)
 	masq = append(masq, "-j", "MASQUERADE")
 	if randomFully {
 		masq = append(masq, "--random-fully")
@@ -160,6 +164,7 @@ func deleteChains(ipt iptablesRunner, chains []ruleChain) error {
 
 // hostSettings turns on the sysctls the cluster network needs.
 type hostSettings struct {
+	ipv6     bool         // the cluster has IPv6 pods: forward IPv6 too
 	procSys  string       // "/proc/sys"
 	modprobe func() error // loads br_netfilter; nil when there is no modprobe
 	log      *slog.Logger
@@ -197,6 +202,14 @@ func (h hostSettings) ensure() (warning string, err error) {
 	}
 	if err := h.set("net/bridge/bridge-nf-call-iptables"); err != nil {
 		return "", fmt.Errorf("network: make bridged traffic pass iptables (sysctl net.bridge.bridge-nf-call-iptables=1): %w", err)
+	}
+	if h.ipv6 {
+		if err := h.set("net/ipv6/conf/all/forwarding"); err != nil {
+			return "", fmt.Errorf("network: turn on IPv6 forwarding (sysctl net.ipv6.conf.all.forwarding=1): %w", err)
+		}
+		if err := h.set("net/bridge/bridge-nf-call-ip6tables"); err != nil {
+			return "", fmt.Errorf("network: make bridged IPv6 traffic pass ip6tables (sysctl net.bridge.bridge-nf-call-ip6tables=1): %w", err)
+		}
 	}
 	return "", nil
 }

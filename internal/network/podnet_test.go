@@ -41,7 +41,7 @@ func TestPodNetworkOnABridge(t *testing.T) {
 	mtu := DefaultMTU()
 	cfg := containerdtest.Config(t, dir)
 	opts := BridgeOptions{NetworkName: netName, Bridge: bridge, MTU: mtu, IPAMDataDir: filepath.Join(dir, "ipam")}
-	conf, err := BridgeConfList(podCIDR, opts)
+	conf, err := BridgeConfList([]string{podCIDR}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"orch/internal/cidr"
 	"orch/internal/worker"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,7 +49,7 @@ type RouteConfig struct {
 	NodeName    string
 	NodeIP      net.IP // the address other nodes reach this node on (the Node's InternalIP)
 	Backend     string // BackendVXLAN when empty
-	ClusterCIDR string // e.g. 10.42.0.0/16
+	ClusterCIDR string // e.g. 10.42.0.0/16, or 10.42.0.0/16,fd00:42::/56 (dual stack)
 	VXLANPort   int    // DefaultVXLANPort when zero
 	VNI         int    // DefaultVNI when zero
 	// Resync is how often the host is checked (and put back) when no Node
@@ -74,12 +75,12 @@ type dataplane interface {
 // Router keeps the routes to the other nodes' pods and the host's
 // forwarding and masquerade rules in step with the Nodes.
 type Router struct {
-	cfg     RouteConfig
-	cluster *net.IPNet
-	client  kubernetes.Interface
-	log     *slog.Logger
-	dp      dataplane
-	warned  map[string]bool // warnings of the last sync; only the sync loop uses it
+	cfg      RouteConfig
+	clusters []*net.IPNet // one per family
+	client   kubernetes.Interface
+	log      *slog.Logger
+	dp       dataplane
+	warned   map[string]bool // warnings of the last sync; only the sync loop uses it
 
 	readyOnce sync.Once
 	ready     chan struct{}
@@ -120,9 +121,14 @@ func NewRouter(cfg RouteConfig, client kubernetes.Interface, log *slog.Logger) (
 		return nil, fmt.Errorf("network: the %s backend needs an IPv4 node IP, got %q; set --node-ip to the IPv4 address other nodes reach this one on", cfg.Backend, cfg.NodeIP)
 	}
 	cfg.NodeIP = cfg.NodeIP.To4()
-	_, cluster, err := net.ParseCIDR(cfg.ClusterCIDR)
-	if err != nil || cluster.IP.To4() == nil {
-		return nil, fmt.Errorf("network: cluster CIDR %q is not an IPv4 CIDR (e.g. 10.42.0.0/16); set --cluster-cidr", cfg.ClusterCIDR)
+	prefixes, err := cidr.ParseList("--cluster-cidr", cfg.ClusterCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("network: %w", err)
+	}
+	var clusters []*net.IPNet
+	for _, p := range prefixes {
+		_, n, _ := net.ParseCIDR(p.String())
+		clusters = append(clusters, n)
 	}
 	if cfg.VXLANPort < 1 || cfg.VXLANPort > 65535 {
 		return nil, fmt.Errorf("network: VXLAN port %d is out of range (1 to 65535; flannel and k3s use %d)", cfg.VXLANPort, DefaultVXLANPort)
@@ -130,8 +136,8 @@ func NewRouter(cfg RouteConfig, client kubernetes.Interface, log *slog.Logger) (
 	if cfg.VNI < 0 || cfg.VNI >= 1<<24 {
 		return nil, fmt.Errorf("network: VNI %d is out of range (1 to 16777215)", cfg.VNI)
 	}
-	r.cfg, r.cluster = cfg, cluster
-	r.dp = newHostDataplane(cfg, cluster, r.log)
+	r.cfg, r.clusters = cfg, clusters
+	r.dp = newHostDataplane(cfg, clusters, r.log)
 	return r, nil
 }
 
@@ -197,7 +203,7 @@ func (r *Router) sync(lister corelisters.NodeLister) error {
 	if err != nil {
 		return err
 	}
-	plan, warnings := planRoutes(r.cfg, r.cluster, list)
+	plan, warnings := planRoutes(r.cfg, r.clusters, list)
 	seen := map[string]bool{}
 	for _, w := range warnings {
 		seen[w] = true

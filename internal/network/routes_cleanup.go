@@ -11,8 +11,8 @@ import (
 
 // CleanupRoutes removes what the Router made in the calling thread's
 // network namespace: the VXLAN device (and with it its neighbour and FDB
-// entries), every IPv4 route with RouteProtocol in any table, and the
-// iptables chains ORCH-POSTROUTING and ORCH-FORWARD with the jumps to
+// entries), every route with RouteProtocol in any table, and the
+// iptables and ip6tables chains ORCH-POSTROUTING and ORCH-FORWARD with the jumps to
 // them. It leaves the sysctls as they are (others may need forwarding)
 // and everything that is not orch's. What is already gone is skipped, so
 // it can run any number of times; log nil means slog.Default().
@@ -35,11 +35,13 @@ func CleanupRoutes(log *slog.Logger) error {
 			errs = append(errs, fmt.Errorf("network: delete route %s via %s: %w", r.Dst, r.Gw, err))
 		}
 	}
-	ipt, _, err := newIPTables()
-	if err != nil {
-		log.Info("no iptables here, so no iptables rules of orch's to remove", "err", err)
-	} else if err := deleteChains(ipt, masqChains("0.0.0.0/0", false)); err != nil {
-		errs = append(errs, err)
+	for _, v4 := range []bool{true, false} {
+		ipt, _, err := newIPTables(v4)
+		if err != nil {
+			log.Info("no iptables here, so no iptables rules of orch's to remove", "err", err)
+		} else if err := deleteChains(ipt, masqChains("0.0.0.0/0", false)); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("network: cleaning up the routes between nodes: %w", err)

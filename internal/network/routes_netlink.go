@@ -15,11 +15,11 @@ import (
 // calling thread) through rtnetlink, /proc/sys and iptables.
 type hostDataplane struct {
 	cfg         RouteConfig
-	cluster     *net.IPNet
+	clusters    []*net.IPNet // one per family
 	log         *slog.Logger
 	nl          *netlink.Handle
 	settings    hostSettings
-	ipt         iptablesRunner // made at the first apply
+	ipt         map[bool]iptablesRunner // by family (true: IPv4), made at the first apply
 	randomFully bool
 	warned      map[string]bool // warnings of the last apply
 	warnNow     map[string]bool
@@ -30,15 +30,25 @@ var (
 	_ iptablesRunner = (*iptables.IPTables)(nil)
 )
 
-func newHostDataplane(cfg RouteConfig, cluster *net.IPNet, log *slog.Logger) *hostDataplane {
-	return &hostDataplane{cfg: cfg, cluster: cluster, log: log, nl: &netlink.Handle{},
-		settings: newHostSettings(log), warned: map[string]bool{}}
+func newHostDataplane(cfg RouteConfig, clusters []*net.IPNet, log *slog.Logger) *hostDataplane {
+	settings := newHostSettings(log)
+	for _, c := range clusters {
+		settings.ipv6 = settings.ipv6 || c.IP.To4() == nil
+	}
+	return &hostDataplane{cfg: cfg, clusters: clusters, log: log, nl: &netlink.Handle{},
+		settings: settings, warned: map[string]bool{}}
 }
 
-func newIPTables() (iptablesRunner, bool, error) {
-	ipt, err := iptables.New()
+// newIPTables is iptables (v4) or ip6tables, and whether it has
+// --random-fully.
+func newIPTables(v4 bool) (iptablesRunner, bool, error) {
+	proto, name := iptables.ProtocolIPv4, "iptables"
+	if !v4 {
+		proto, name = iptables.ProtocolIPv6, "ip6tables"
+	}
+	ipt, err := iptables.New(iptables.IPFamily(proto))
 	if err != nil {
-		return nil, false, fmt.Errorf("network: iptables: %w (install the iptables package)", err)
+		return nil, false, fmt.Errorf("network: %s: %w (install the iptables package)", name, err)
 	}
 	return ipt, ipt.HasRandomFully(), nil
 }
@@ -70,20 +80,27 @@ func (d *hostDataplane) apply(p routePlan) (err error) {
 		d.warn(warning)
 	}
 	if d.ipt == nil {
-		ipt, randomFully, err := newIPTables()
-		if err != nil {
-			return err
+		d.ipt = map[bool]iptablesRunner{}
+		d.randomFully = true
+		for _, c := range d.clusters {
+			ipt, randomFully, err := newIPTables(c.IP.To4() != nil)
+			if err != nil {
+				d.ipt = nil
+				return err
+			}
+			d.ipt[c.IP.To4() != nil] = ipt
+			d.randomFully = d.randomFully && randomFully
 		}
-		d.ipt = ipt
-		if !randomFully {
+		if !d.randomFully {
 			d.warn("iptables has no --random-fully; masquerading without it")
 		}
-		d.randomFully = randomFully
 	}
-	if changed, err := ensureChains(d.ipt, masqChains(d.cluster.String(), d.randomFully)); err != nil {
-		return err
-	} else if changed {
-		d.log.Info("wrote iptables rules", "nat", MasqChain, "filter", ForwardChain, "clusterCIDR", d.cluster.String())
+	for _, c := range d.clusters {
+		if changed, err := ensureChains(d.ipt[c.IP.To4() != nil], masqChains(c.String(), d.randomFully)); err != nil {
+			return err
+		} else if changed {
+			d.log.Info("wrote iptables rules", "nat", MasqChain, "filter", ForwardChain, "clusterCIDR", c.String())
+		}
 	}
 
 	var routes []netlink.Route
@@ -168,10 +185,10 @@ func (d *hostDataplane) syncRoutes(want []netlink.Route) error {
 	return errors.Join(errs...)
 }
 
-// listOwnRoutes lists the IPv4 routes with RouteProtocol in table
-// (unix.RT_TABLE_UNSPEC: in all tables).
+// listOwnRoutes lists the routes (IPv4 and IPv6) with RouteProtocol in
+// table (unix.RT_TABLE_UNSPEC: in all tables).
 func listOwnRoutes(nl *netlink.Handle, table int) ([]netlink.Route, error) {
-	routes, err := nl.RouteListFiltered(netlink.FAMILY_V4,
+	routes, err := nl.RouteListFiltered(netlink.FAMILY_ALL,
 		&netlink.Route{Protocol: RouteProtocol, Table: table}, netlink.RT_FILTER_PROTOCOL|netlink.RT_FILTER_TABLE)
 	if err != nil {
 		return nil, fmt.Errorf("network: list routes: %w", err)

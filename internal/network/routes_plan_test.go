@@ -16,6 +16,25 @@ func routeNode(name, podCIDR string, addrs ...corev1.NodeAddress) *corev1.Node {
 		Spec: corev1.NodeSpec{PodCIDR: podCIDR}, Status: corev1.NodeStatus{Addresses: addrs}}
 }
 
+// dual is a dual-stack Node with the i-th podCIDRs of 10.42.0.0/16 and
+// fd00:42::/56, and InternalIPs ips.
+func dual(name string, i int, ips ...string) *corev1.Node {
+	n := routeNode(name, "")
+	n.Spec.PodCIDRs = []string{fmt.Sprintf("10.42.%d.0/24", i), fmt.Sprintf("fd00:42:0:%x::/64", i)}
+	for _, ip := range ips {
+		n.Status.Addresses = append(n.Status.Addresses, internal(ip))
+	}
+	return n
+}
+
+func mustCIDR(s string) *net.IPNet {
+	_, n, err := net.ParseCIDR(s)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
 func internal(ip string) corev1.NodeAddress {
 	return corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip}
 }
@@ -46,6 +65,7 @@ func TestPlanRoutes(t *testing.T) {
 		nodes   []*corev1.Node
 		want    string
 		warn    []string // substrings, one per warning, in order
+		dual    bool     // the cluster CIDRs are 10.42.0.0/16 and fd00:42::/56 (else the first only)
 	}{{
 		name: "vxlan: route, neighbour and FDB entry per peer, sorted by name", backend: BackendVXLAN,
 		nodes: []*corev1.Node{c, self, b},
@@ -101,11 +121,34 @@ func TestPlanRoutes(t *testing.T) {
 		nodes: []*corev1.Node{routeNode("a", "10.50.1.0/24", internal("192.168.0.1"))},
 		want:  "local <nil>\n",
 		warn:  []string{"this node's podCIDR 10.50.1.0/24 is outside the cluster CIDR"},
+	}, {
+		name: "vxlan, dual stack: both families over the IPv4 underlay, one FDB entry per peer", backend: BackendVXLAN, dual: true,
+		nodes: []*corev1.Node{dual("a", 1, "192.168.0.1"), dual("b", 2, "192.168.0.2"), routeNode("c", "10.42.3.0/24", internal("192.168.0.3"))},
+		want: "local 10.42.1.0/24\n" +
+			"route b 10.42.2.0/24 via 10.42.2.0 onlink=true\nroute c 10.42.3.0/24 via 10.42.3.0 onlink=true\nroute b fd00:42:0:2::/64 via fd00:42:0:2:: onlink=true\n" +
+			"neigh 10.42.2.0 0e:6f:c0:a8:00:02\nneigh 10.42.3.0 0e:6f:c0:a8:00:03\nneigh fd00:42:0:2:: 0e:6f:c0:a8:00:02\n" +
+			"fdb 0e:6f:c0:a8:00:02 dst 192.168.0.2\nfdb 0e:6f:c0:a8:00:03 dst 192.168.0.3\n",
+	}, {
+		name: "host-gw, dual stack: IPv6 via the peer's IPv6 InternalIP; a peer without one is warned about", backend: BackendHostGW, dual: true,
+		nodes: []*corev1.Node{dual("a", 1, "192.168.0.1", "fd00::1"), dual("b", 2, "192.168.0.2", "fd00::2"), dual("c", 3, "192.168.0.3")},
+		want: "local 10.42.1.0/24\n" +
+			"route b 10.42.2.0/24 via 192.168.0.2 onlink=false\nroute c 10.42.3.0/24 via 192.168.0.3 onlink=false\nroute b fd00:42:0:2::/64 via fd00::2 onlink=false\n",
+		warn: []string{`node "c" has no IPv6 InternalIP`},
+	}, {
+		name: "dual stack: an IPv6 podCIDR outside the IPv6 cluster CIDR is not routed", backend: BackendVXLAN, dual: true,
+		nodes: []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "b"},
+			Spec:   corev1.NodeSpec{PodCIDRs: []string{"10.42.2.0/24", "fd99::/64"}},
+			Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{internal("192.168.0.2")}}}},
+		want: "local <nil>\nroute b 10.42.2.0/24 via 10.42.2.0 onlink=true\nneigh 10.42.2.0 0e:6f:c0:a8:00:02\nfdb 0e:6f:c0:a8:00:02 dst 192.168.0.2\n",
+		warn: []string{`node "b" has podCIDR fd99::/64, outside the cluster CIDR fd00:42::/56`},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, cluster, _ := net.ParseCIDR("10.42.0.0/16")
+			clusters := []*net.IPNet{mustCIDR("10.42.0.0/16")}
+			if tc.dual {
+				clusters = append(clusters, mustCIDR("fd00:42::/56"))
+			}
 			cfg := RouteConfig{NodeName: "a", NodeIP: net.ParseIP("192.168.0.1"), Backend: tc.backend}
-			p, warnings := planRoutes(cfg, cluster, tc.nodes)
+			p, warnings := planRoutes(cfg, clusters, tc.nodes)
 			if got := planString(p); got != tc.want {
 				t.Errorf("plan:\n%s\nwant:\n%s", got, tc.want)
 			}

@@ -190,12 +190,18 @@ func containsFDB(want []fdbEntry, mac net.HardwareAddr, dst net.IP) bool {
 	return false
 }
 
-// syncNeighs makes the device's permanent IPv4 neighbours exactly want.
+// syncNeighs makes the device's permanent neighbours (IPv4 and IPv6)
+// exactly want.
 func (d *hostDataplane) syncNeighs(link int, want []neighEntry) error {
 	have, err := d.nl.NeighList(link, netlink.FAMILY_V4)
 	if err != nil {
 		return fmt.Errorf("network: list the neighbours on %s: %w", VXLANDevice, err)
 	}
+	have6, err := d.nl.NeighList(link, netlink.FAMILY_V6)
+	if err != nil {
+		return fmt.Errorf("network: list the IPv6 neighbours on %s: %w", VXLANDevice, err)
+	}
+	have = append(have, have6...)
 	var errs []error
 	matches := func(h netlink.Neigh, w neighEntry) bool {
 		return h.State&netlink.NUD_PERMANENT != 0 && h.IP.Equal(w.IP) && bytes.Equal(h.HardwareAddr, w.MAC)
@@ -212,7 +218,11 @@ func (d *hostDataplane) syncNeighs(link int, want []neighEntry) error {
 		if slices.ContainsFunc(have, func(h netlink.Neigh) bool { return matches(h, w) }) {
 			continue
 		}
-		n := netlink.Neigh{LinkIndex: link, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
+		family := netlink.FAMILY_V4
+		if w.IP.To4() == nil {
+			family = netlink.FAMILY_V6
+		}
+		n := netlink.Neigh{LinkIndex: link, Family: family, State: netlink.NUD_PERMANENT,
 			Type: unix.RTN_UNICAST, IP: w.IP, HardwareAddr: w.MAC}
 		if err := d.nl.NeighSet(&n); err != nil {
 			errs = append(errs, fmt.Errorf("network: add neighbour %s lladdr %s on %s: %w", w.IP, w.MAC, VXLANDevice, err))

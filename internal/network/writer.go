@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -66,9 +67,9 @@ type CNIConfigWriter struct {
 
 	waitLogged bool // only the sync loop reads and writes it
 
-	mu      sync.Mutex
-	podCIDR string // of the conflist written and told to the runtime
-	ready   chan struct{}
+	mu       sync.Mutex
+	podCIDRs []string // of the conflist written and told to the runtime
+	ready    chan struct{}
 }
 
 // NewCNIConfigWriter returns a writer for cfg; log nil means slog.Default().
@@ -96,11 +97,27 @@ func (w *CNIConfigWriter) Path() string { return filepath.Join(w.cfg.ConfDir, w.
 // pod CIDR: from then on pods get addresses.
 func (w *CNIConfigWriter) Ready() <-chan struct{} { return w.ready }
 
-// PodCIDR is the pod CIDR of the conflist in place ("" before Ready).
+// PodCIDR is the IPv4 pod CIDR of the conflist in place, or its first
+// when it has none ("" before Ready). The gateway on it answers DNS.
 func (w *CNIConfigWriter) PodCIDR() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.podCIDR
+	for _, c := range w.podCIDRs {
+		if !strings.Contains(c, ":") {
+			return c
+		}
+	}
+	if len(w.podCIDRs) > 0 {
+		return w.podCIDRs[0]
+	}
+	return ""
+}
+
+// PodCIDRs are the pod CIDRs of the conflist in place (nil before Ready).
+func (w *CNIConfigWriter) PodCIDRs() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.podCIDRs)
 }
 
 // Start watches the Node until ctx ends, and returns nil then. It returns
@@ -110,7 +127,7 @@ func (w *CNIConfigWriter) Start(ctx context.Context) error {
 		return fmt.Errorf("network: the CNI config writer needs a node name and a CNI conf dir (got %q and %q)", w.cfg.NodeName, w.cfg.ConfDir)
 	}
 	// Fail now on options that can never make a valid conflist.
-	if _, err := BridgeConfList("10.42.0.0/24", w.cfg.Bridge); err != nil {
+	if _, err := BridgeConfList([]string{"10.42.0.0/24"}, w.cfg.Bridge); err != nil {
 		return err
 	}
 	factory := informers.NewSharedInformerFactoryWithOptions(w.client, w.cfg.Resync,
@@ -150,15 +167,15 @@ func (w *CNIConfigWriter) sync(ctx context.Context, lister corelisters.NodeListe
 	if err != nil {
 		return nil // not registered yet (or deleted): the file stays as it is
 	}
-	podCIDR := podCIDROf(node)
-	if podCIDR == "" {
+	podCIDRs := podCIDRsOf(node)
+	if len(podCIDRs) == 0 {
 		if !w.waitLogged {
 			w.waitLogged = true
 			w.log.Info("waiting for the node's podCIDR (given by the server's node IPAM)")
 		}
 		return nil
 	}
-	data, err := BridgeConfList(podCIDR, w.cfg.Bridge)
+	data, err := BridgeConfList(podCIDRs, w.cfg.Bridge)
 	if err != nil {
 		return err
 	}
@@ -169,40 +186,36 @@ func (w *CNIConfigWriter) sync(ctx context.Context, lister corelisters.NodeListe
 		return fmt.Errorf("network: write %s: %w", w.Path(), err)
 	}
 	if written {
-		w.log.Info("wrote the pod network's CNI config", "file", w.Path(), "podCIDR", podCIDR, "mtu", w.cfg.Bridge.MTU)
+		w.log.Info("wrote the pod network's CNI config", "file", w.Path(), "podCIDRs", podCIDRs, "mtu", w.cfg.Bridge.MTU)
 	}
-	if podCIDR == w.PodCIDR() {
+	old := w.PodCIDRs()
+	if slices.Equal(podCIDRs, old) {
 		return nil
 	}
-	if err := w.rt.UpdateRuntimeConfig(ctx, podCIDR); err != nil {
-		return fmt.Errorf("network: tell the runtime the pod CIDR %s: %w", podCIDR, err)
+	// The runtime takes the CIDRs comma-separated, as the kubelet sends
+	// them.
+	if err := w.rt.UpdateRuntimeConfig(ctx, strings.Join(podCIDRs, ",")); err != nil {
+		return fmt.Errorf("network: tell the runtime the pod CIDRs %s: %w", podCIDRs, err)
 	}
 	w.mu.Lock()
-	old := w.podCIDR
-	w.podCIDR = podCIDR
+	w.podCIDRs = podCIDRs
 	w.mu.Unlock()
-	if old == "" {
+	if old == nil {
 		close(w.ready)
 	}
-	w.log.Info("told the runtime the pod CIDR", "podCIDR", podCIDR, "was", old)
+	w.log.Info("told the runtime the pod CIDRs", "podCIDRs", podCIDRs, "was", old)
 	return nil
 }
 
-// podCIDROf is the Node's IPv4 pod CIDR when it has one, else its first.
-func podCIDROf(node *corev1.Node) string {
-	cidrs := node.Spec.PodCIDRs
-	if len(cidrs) == 0 && node.Spec.PodCIDR != "" {
-		cidrs = []string{node.Spec.PodCIDR}
+// podCIDRsOf is the Node's pod CIDRs, the primary first.
+func podCIDRsOf(node *corev1.Node) []string {
+	if len(node.Spec.PodCIDRs) > 0 {
+		return slices.Clone(node.Spec.PodCIDRs)
 	}
-	for _, c := range cidrs {
-		if !strings.Contains(c, ":") {
-			return c
-		}
+	if node.Spec.PodCIDR != "" {
+		return []string{node.Spec.PodCIDR}
 	}
-	if len(cidrs) > 0 {
-		return cidrs[0]
-	}
-	return ""
+	return nil
 }
 
 // writeIfChanged writes data to path through a temporary file and a

@@ -75,7 +75,7 @@ func TestCNIConfigWriter(t *testing.T) {
 	}()
 
 	wantFile := func(podCIDR string) func() (bool, error) {
-		want, err := BridgeConfList(podCIDR, opts)
+		want, err := BridgeConfList([]string{podCIDR}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,19 +194,20 @@ func TestCNIConfigWriterRefusesBadConfig(t *testing.T) {
 	}
 }
 
-func TestPodCIDROf(t *testing.T) {
+func TestPodCIDRString(t *testing.T) {
 	for _, tc := range []struct {
-		spec corev1.NodeSpec
-		want string
+		spec   corev1.NodeSpec
+		v4, v6 string
 	}{
-		{corev1.NodeSpec{}, ""},
-		{corev1.NodeSpec{PodCIDR: "10.42.1.0/24"}, "10.42.1.0/24"},
-		{corev1.NodeSpec{PodCIDR: "10.42.1.0/24", PodCIDRs: []string{"10.42.1.0/24"}}, "10.42.1.0/24"},
-		{corev1.NodeSpec{PodCIDR: "fd00::/64", PodCIDRs: []string{"fd00::/64", "10.42.1.0/24"}}, "10.42.1.0/24"},
-		{corev1.NodeSpec{PodCIDR: "fd00::/64", PodCIDRs: []string{"fd00::/64"}}, "fd00::/64"},
+		{corev1.NodeSpec{}, "", ""},
+		{corev1.NodeSpec{PodCIDR: "10.42.1.0/24"}, "10.42.1.0/24", ""},
+		{corev1.NodeSpec{PodCIDR: "10.42.1.0/24", PodCIDRs: []string{"10.42.1.0/24"}}, "10.42.1.0/24", ""},
+		{corev1.NodeSpec{PodCIDR: "fd00::/64", PodCIDRs: []string{"fd00::/64", "10.42.1.0/24"}}, "10.42.1.0/24", "fd00::/64"},
+		{corev1.NodeSpec{PodCIDR: "fd00::/64", PodCIDRs: []string{"fd00::/64"}}, "", "fd00::/64"},
 	} {
-		if got := podCIDROf(&corev1.Node{Spec: tc.spec}); got != tc.want {
-			t.Errorf("podCIDROf(%+v) = %q, want %q", tc.spec, got, tc.want)
+		n := &corev1.Node{Spec: tc.spec}
+		if v4, v6 := podCIDRString(n, true), podCIDRString(n, false); v4 != tc.v4 || v6 != tc.v6 {
+			t.Errorf("podCIDRString(%+v) = %q, %q; want %q, %q", tc.spec, v4, v6, tc.v4, tc.v6)
 		}
 	}
 }
@@ -231,7 +232,7 @@ func TestWriteIfChanged(t *testing.T) {
 }
 
 // logRecorder is a slog.Handler that also keeps each message, followed by
-// its podCIDR when it has one, for the test to see what the writer did.
+// its podCIDRs when it has them, for the test to see what the writer did.
 type logRecorder struct {
 	slog.Handler
 	mu   *sync.Mutex
@@ -241,8 +242,8 @@ type logRecorder struct {
 func (r *logRecorder) Handle(ctx context.Context, rec slog.Record) error {
 	m := rec.Message
 	rec.Attrs(func(a slog.Attr) bool {
-		if a.Key == "podCIDR" {
-			m += " " + a.Value.String()
+		if a.Key == "podCIDRs" {
+			m += " " + strings.Trim(a.Value.String(), "[]")
 		}
 		return true
 	})

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/knftables"
 )
 
@@ -31,7 +32,7 @@ func BenchmarkFullSync(b *testing.B) {
 	for _, n := range []int{1000, 5000, 10000} {
 		in := syntheticInput(n, 2)
 		b.Run(fmt.Sprintf("services=%d", n), func(b *testing.B) {
-			d, err := newIPTablesDriver()
+			d, err := newIPTablesDriver(v1.IPv4Protocol)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -63,7 +64,7 @@ func BenchmarkPartialSync(b *testing.B) {
 
 func benchmarkPartialSync(b *testing.B, n int) {
 	in := syntheticInput(n, 2)
-	d, err := newIPTablesDriver()
+	d, err := newIPTablesDriver(v1.IPv4Protocol)
 	if err != nil {
 		b.Fatal(err)
 	}

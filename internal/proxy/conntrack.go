@@ -131,12 +131,13 @@ type conntrackCleaner interface {
 	DeleteFlows(f netlink.CustomConntrackFilter) (uint, error)
 }
 
-// netlinkConntrack deletes entries through netlink, in the current
-// network namespace.
-type netlinkConntrack struct{}
+// netlinkConntrack deletes entries of one family (unix.AF_INET or
+// AF_INET6: the kernel keeps each family's entries apart) through
+// netlink, in the current network namespace.
+type netlinkConntrack struct{ family netlink.InetFamily }
 
-func (netlinkConntrack) DeleteFlows(f netlink.CustomConntrackFilter) (uint, error) {
-	return netlink.ConntrackDeleteFilters(netlink.ConntrackTable, unix.AF_INET, f)
+func (c netlinkConntrack) DeleteFlows(f netlink.CustomConntrackFilter) (uint, error) {
+	return netlink.ConntrackDeleteFilters(netlink.ConntrackTable, c.family, f)
 }
 
 // udpCleaner deletes, after each sync, the conntrack entries of UDP

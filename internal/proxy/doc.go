@@ -1,6 +1,7 @@
 // Package proxy is the service proxy of `orch agent`: it turns Services and
-// EndpointSlices into iptables rules, laid out as kube-proxy's iptables mode
-// lays them out, so that operators recognise the chains.
+// EndpointSlices into iptables rules (ip6tables for IPv6), laid out as
+// kube-proxy's iptables mode lays them out, so that operators recognise the
+// chains.
 //
 // The nat table: PREROUTING and OUTPUT jump to KUBE-SERVICES, which sends
 // each cluster IP, external IP and load-balancer IP (at the service port) to
@@ -28,9 +29,10 @@
 //     iptables-restore text, leaving out the per-service chains that did
 //     not change since the last write (a partial sync) and deleting the
 //     chains of services that are gone.
-//   - iptsync's driver applies that text with `iptables-restore --noflush` (each
-//     table one transaction) and keeps the jump rules from the built-in
-//     chains with go-iptables (checked on full syncs and every SyncPeriod).
+//   - iptsync's driver applies that text with `iptables-restore --noflush`
+//     (ip6tables-restore for IPv6; each table one transaction) and keeps
+//     the jump rules from the built-in chains with go-iptables (checked on
+//     full syncs and every SyncPeriod).
 //     Large inputs start the nat table with a read-only "-S", which keeps
 //     iptables-nft 1.8.9 from going quadratic (see iptsync.CacheHintChains). When
 //     a UDP endpoint goes away, or a UDP service gets endpoints, the stale
@@ -46,8 +48,27 @@
 // flushed). Endpoints are spread by one numgen rule each, not upstream's
 // anonymous map (see BenchmarkNFTFullSync).
 //
-// IPv4 only: IPv6 addresses of dual-stack services are skipped. Topology
-// hints (trafficDistribution, zone hints) are not used.
+// Dual stack: the proxy programs the IP families of Config.ClusterCIDRs
+// (IPv4 alone when there is none), each on its own, as upstream's
+// dual-stack kube-proxy. One Proxier, one set of informers and one health
+// server serve both; each family has its own mode syncer (family.go), fed
+// an Input of that family: a Service's cluster IP, external IPs,
+// load-balancer ingress IPs and loadBalancerSourceRanges of the family, and
+// the EndpointSlices of that addressType. A dual-stack Service gets rules
+// in both families, a single-stack one in its family only. IPv6 goes
+// through ip6tables (iptsync with Family IPv6) or the nftables table
+// "ip6 kube-proxy", with the same layout and chain names. What differs:
+// NodePorts are not served on ::1 (no route_localnet in IPv6, as
+// upstream), so there is no KUBE-FIREWALL nor its nftables rule; REJECT
+// answers ICMPv6 port unreachable (ip6tables' default); each family
+// masquerades by its own cluster CIDR; stale UDP conntrack entries are
+// deleted from the family's conntrack table. A family that fails to sync
+// does not hold the other back; Ready waits for a full sync of each.
+// Cleanup removes the rules of both families, whatever the proxy
+// programs; a switch of --proxy-mode removes the other mode's rules in
+// each family the proxy programs.
+//
+// Topology hints (trafficDistribution, zone hints) are not used.
 //
 // Tests that touch the kernel run only as root, in a network namespace of
 // their own: TestMain re-executes the test binary under `unshare --net`.
@@ -55,12 +76,12 @@
 // Example, in the agent:
 //
 //	p, err := proxy.New(proxy.Config{
-//		NodeName:    "node-1",
-//		NodeIPs:     []net.IP{net.ParseIP("192.168.1.10")},
-//		ClusterCIDR: "10.42.0.0/16",
+//		NodeName:     "node-1",
+//		NodeIPs:      []net.IP{net.ParseIP("192.168.1.10"), net.ParseIP("2001:db8::10")},
+//		ClusterCIDRs: []string{"10.42.0.0/16", "fd00:42::/56"},
 //	}, client, log)
 //	if err != nil {
-//		return err // iptables is missing
+//		return err // iptables (or ip6tables) is missing
 //	}
 //	go p.Start(ctx)
 //	<-p.Ready() // services work on this node

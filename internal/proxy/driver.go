@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	v1 "k8s.io/api/core/v1"
+
 	"orch/internal/iptsync"
 )
 
@@ -21,9 +23,25 @@ var jumps = []iptsync.Jump{
 	{Table: "nat", From: "OUTPUT", To: chainServices, Comment: "kubernetes service portals"},
 	{Table: "nat", From: "PREROUTING", To: chainServices, Comment: "kubernetes service portals"},
 	{Table: "nat", From: "POSTROUTING", To: chainPostrouting, Comment: "kubernetes postrouting rules"},
-	{Table: "filter", From: "INPUT", To: chainFirewall}, // as the kubelet writes them
+}
+
+// firewallJumps go to KUBE-FIREWALL, as the kubelet writes them; IPv4
+// only, as the chain (see builder.finish).
+var firewallJumps = []iptsync.Jump{
+	{Table: "filter", From: "INPUT", To: chainFirewall},
 	{Table: "filter", From: "OUTPUT", To: chainFirewall},
 }
 
-// newIPTablesDriver finds iptables and the proxy's jumps.
-func newIPTablesDriver() (*iptsync.Driver, error) { return iptsync.NewDriver("proxy", jumps, false) }
+// jumpsOf are the jump rules of the family's tables.
+func jumpsOf(ipv6 bool) []iptsync.Jump {
+	if ipv6 {
+		return jumps
+	}
+	return append(append([]iptsync.Jump(nil), jumps...), firewallJumps...)
+}
+
+// newIPTablesDriver finds the family's iptables (ip6tables for IPv6) and
+// the proxy's jumps.
+func newIPTablesDriver(f v1.IPFamily) (*iptsync.Driver, error) {
+	return iptsync.NewFamilyDriver(iptFamily(f), "proxy", jumpsOf(f == v1.IPv6Protocol), false)
+}

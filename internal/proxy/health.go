@@ -79,21 +79,29 @@ func healthChecks(in Input) map[int32]healthCheck {
 	return out
 }
 
-// localReady counts the distinct ready addresses of s's endpoints on this node.
+// localReady counts the distinct ready addresses of s's endpoints on this
+// node, in the address family that has most: a dual-stack Service has a
+// slice set per family, which name the same pods, so the count is of pods
+// and not twice that.
 func localReady(in Input, s *v1.Service) int {
-	seen := map[string]bool{}
+	seen := map[discovery.AddressType]map[string]bool{}
+	most := 0
 	for _, sl := range in.Slices {
 		if sl.Namespace != s.Namespace || sl.Labels[discovery.LabelServiceName] != s.Name {
 			continue
 		}
+		if seen[sl.AddressType] == nil {
+			seen[sl.AddressType] = map[string]bool{}
+		}
 		for _, e := range sl.Endpoints {
 			ready := e.Conditions.Ready == nil || *e.Conditions.Ready
 			if ready && e.NodeName != nil && *e.NodeName == in.NodeName && len(e.Addresses) > 0 {
-				seen[e.Addresses[0]] = true
+				seen[sl.AddressType][e.Addresses[0]] = true
 			}
 		}
+		most = max(most, len(seen[sl.AddressType]))
 	}
-	return len(seen)
+	return most
 }
 
 // sync records a successful sync of in: it opens the ports in needs,

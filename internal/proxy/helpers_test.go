@@ -16,11 +16,15 @@ import (
 
 // Test fixtures share one node.
 const (
-	testNode = "node-a"
-	testCIDR = "10.42.0.0/16"
+	testNode  = "node-a"
+	testCIDR  = "10.42.0.0/16"
+	testCIDR6 = "fd00:42::/56"
 )
 
-var testNodeIP = net.ParseIP("192.168.0.2")
+var (
+	testNodeIP  = net.ParseIP("192.168.0.2")
+	testNodeIP6 = net.ParseIP("2001:db8:1::2")
+)
 
 // loadInput reads testdata/<name>.yaml: Services and EndpointSlices as
 // YAML documents separated by "---".
@@ -68,6 +72,31 @@ func loadInput(t testing.TB, name string) Input {
 		}
 	}
 	return in
+}
+
+// loadFamilyInput is loadInput as the Proxier gives it to the syncer of
+// family f: for IPv6, with the IPv6 cluster CIDR and the node's addresses
+// of both families.
+func loadFamilyInput(t testing.TB, name string, f v1.IPFamily) Input {
+	t.Helper()
+	in := loadInput(t, name)
+	if f == v1.IPv6Protocol {
+		in.Family, in.ClusterCIDR = f, testCIDR6
+		in.NodeIPs = append(in.NodeIPs, testNodeIP6)
+	}
+	return in
+}
+
+// bothFamilies renders an input for each family, one after the other,
+// each under a header line naming its family.
+func bothFamilies(t testing.TB, name string, render func(Input) string) []byte {
+	t.Helper()
+	var b strings.Builder
+	for _, f := range []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol} {
+		b.WriteString("# " + string(f) + "\n")
+		b.WriteString(render(loadFamilyInput(t, name, f)))
+	}
+	return []byte(b.String())
 }
 
 // golden compares got with testdata/<name>.golden, or rewrites it with -update.

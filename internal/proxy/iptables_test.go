@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -27,11 +30,11 @@ func allCases(t *testing.T) Input {
 
 func newRealSyncer(t *testing.T) *syncer {
 	t.Helper()
-	d, err := newIPTablesDriver()
+	d, err := newIPTablesDriver(v1.IPv4Protocol)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newSyncer(d, netlinkConntrack{}, time.Hour)
+	return newSyncer(d, netlinkConntrack{family: unix.AF_INET}, time.Hour)
 }
 
 // serviceChains returns the per-service chains of the nat table and their rules.
@@ -83,7 +86,7 @@ func TestIPTablesLifecycle(t *testing.T) {
 			t.Errorf("iptables-save -t nat lacks %s", c)
 		}
 	}
-	if got := len(jumps); countJumps(t) != got {
+	if got := len(jumpsOf(false)); countJumps(t) != got {
 		t.Errorf("%d jump rules, want %d", countJumps(t), got)
 	}
 	filter := saveChains(t, "filter")
@@ -96,8 +99,8 @@ func TestIPTablesLifecycle(t *testing.T) {
 	if _, err := s.sync(time.Now(), in); err != nil {
 		t.Fatal(err)
 	}
-	if got := countJumps(t); got != len(jumps) {
-		t.Errorf("after two full syncs: %d jump rules, want %d", got, len(jumps))
+	if got := countJumps(t); got != len(jumpsOf(false)) {
+		t.Errorf("after two full syncs: %d jump rules, want %d", got, len(jumpsOf(false)))
 	}
 
 	// One endpoint changes: only that service's chains change.
@@ -140,8 +143,8 @@ func TestIPTablesLifecycle(t *testing.T) {
 	// proxy's chains too, rewrites everything.
 	run(t, "iptables", "-t", "nat", "-F", "PREROUTING")
 	s.JumpsDue = true
-	if res, err := s.sync(time.Now(), changed); err != nil || !res.Full || countJumps(t) != len(jumps) {
-		t.Errorf("after PREROUTING was flushed: %+v, %v, %d jump rules, want a full sync and %d", res, err, countJumps(t), len(jumps))
+	if res, err := s.sync(time.Now(), changed); err != nil || !res.Full || countJumps(t) != len(jumpsOf(false)) {
+		t.Errorf("after PREROUTING was flushed: %+v, %v, %d jump rules, want a full sync and %d", res, err, countJumps(t), len(jumpsOf(false)))
 	}
 
 	// Someone deletes every chain. A sync with no change writes nothing,
@@ -217,8 +220,8 @@ func TestIPTablesRecoversStaleChains(t *testing.T) {
 	if _, ok := serviceChains(t)[portChainName(prefixSVC, "kube-system/metrics", "tcp")]; ok {
 		t.Error("a stale chain of a previous run survived the first full sync")
 	}
-	if got := countJumps(t); got != len(jumps) {
-		t.Errorf("%d jump rules, want %d", got, len(jumps))
+	if got := countJumps(t); got != len(jumpsOf(false)) {
+		t.Errorf("%d jump rules, want %d", got, len(jumpsOf(false)))
 	}
 }
 

@@ -21,8 +21,8 @@ const (
 // sessionAffinityConfig.clientIP.timeoutSeconds (3 hours).
 const defaultAffinitySeconds = 10800
 
-// servicePort is one port of one Service, reduced to what the rules need
-// (IPv4 only).
+// servicePort is one port of one Service in one IP family, reduced to
+// what the rules need: its addresses are the family's.
 type servicePort struct {
 	name        string // "ns/name:port", or "ns/name" when the port has no name
 	protocol    string // tcp, udp or sctp
@@ -32,7 +32,7 @@ type servicePort struct {
 	healthCheck int // healthCheckNodePort, LoadBalancer with external policy Local
 	externalIPs []string
 	lbIPs       []string
-	lbSources   []string // loadBalancerSourceRanges (IPv4, a 0/0 range means none)
+	lbSources   []string // loadBalancerSourceRanges of the family (a 0/0 range means none)
 
 	externallyAccessible bool
 	externalLocal        bool
@@ -53,7 +53,9 @@ type endpoint struct {
 	chain       string // KUBE-SEP-…
 }
 
-func (e endpoint) String() string { return e.ip + ":" + strconv.Itoa(e.port) }
+// String is "ip:port", "[ip]:port" for IPv6, as upstream (chain names
+// hash it).
+func (e endpoint) String() string { return net.JoinHostPort(e.ip, strconv.Itoa(e.port)) }
 
 // usesCluster reports whether the port needs its Cluster-policy endpoints:
 // for internal traffic with policy Cluster, and for any external traffic
@@ -65,12 +67,17 @@ func (sp *servicePort) usesLocal() bool {
 	return sp.internalLocal || (sp.externalLocal && sp.externallyAccessible)
 }
 
-func ipv4(s string) string {
+// ipOf returns s in canonical form when it is an address of the family
+// (IPv6 when ipv6 is set), "" otherwise.
+func ipOf(s string, ipv6 bool) string {
 	ip := net.ParseIP(strings.TrimSpace(s))
-	if ip == nil || ip.To4() == nil {
+	if ip == nil || (ip.To4() == nil) != ipv6 {
 		return ""
 	}
-	return ip.To4().String()
+	if !ipv6 {
+		ip = ip.To4()
+	}
+	return ip.String()
 }
 
 // skipService reports whether the proxy leaves a Service alone: headless,
@@ -85,25 +92,27 @@ func skipService(s *v1.Service) bool {
 	return s.Spec.ClusterIP == "" || s.Spec.ClusterIP == v1.ClusterIPNone
 }
 
-// clusterIPv4 returns the Service's IPv4 cluster IP, or "" when it has none.
-func clusterIPv4(s *v1.Service) string {
+// clusterIPOf returns the Service's cluster IP of the family, or "" when
+// it has none.
+func clusterIPOf(s *v1.Service, ipv6 bool) string {
 	for _, c := range append([]string{s.Spec.ClusterIP}, s.Spec.ClusterIPs...) {
-		if ip := ipv4(c); ip != "" {
+		if ip := ipOf(c, ipv6); ip != "" {
 			return ip
 		}
 	}
 	return ""
 }
 
-// servicePorts turns a Service into its service ports (none when the
-// proxy must skip it).
-func servicePorts(s *v1.Service) []*servicePort {
+// servicePorts turns a Service into its service ports of the family (none
+// when the proxy must skip it, or when the Service has no cluster IP of
+// the family: a single-stack Service of the other one).
+func servicePorts(s *v1.Service, ipv6 bool) []*servicePort {
 	if skipService(s) {
 		return nil
 	}
-	cip := clusterIPv4(s)
+	cip := clusterIPOf(s, ipv6)
 	if cip == "" {
-		return nil // IPv6-only
+		return nil
 	}
 	// The external policy applies to Services that are reachable from
 	// outside at all; each port is then external when it has a NodePort, a
@@ -121,7 +130,7 @@ func servicePorts(s *v1.Service) []*servicePort {
 	}
 	var extIPs, lbIPs, sources []string
 	for _, e := range s.Spec.ExternalIPs {
-		if ip := ipv4(e); ip != "" {
+		if ip := ipOf(e, ipv6); ip != "" {
 			extIPs = append(extIPs, ip)
 		}
 	}
@@ -130,18 +139,18 @@ func servicePorts(s *v1.Service) []*servicePort {
 			if ing.IPMode != nil && *ing.IPMode != v1.LoadBalancerIPModeVIP {
 				continue // a proxying load balancer: traffic arrives at the NodePort
 			}
-			if ip := ipv4(ing.IP); ip != "" {
+			if ip := ipOf(ing.IP, ipv6); ip != "" {
 				lbIPs = append(lbIPs, ip)
 			}
 		}
 	}
 	for _, r := range s.Spec.LoadBalancerSourceRanges {
 		_, n, err := net.ParseCIDR(strings.TrimSpace(r))
-		if err != nil || n.IP.To4() == nil {
-			continue
+		if err != nil || (len(n.Mask) == net.IPv6len) != ipv6 {
+			continue // the other family's ranges are for its rules
 		}
 		if ones, _ := n.Mask.Size(); ones == 0 {
-			sources = nil // 0.0.0.0/0 allows everyone: no firewall
+			sources = nil // 0.0.0.0/0 (::/0) allows everyone: no firewall
 			break
 		}
 		sources = append(sources, n.String())
@@ -183,14 +192,15 @@ func servicePorts(s *v1.Service) []*servicePort {
 	return out
 }
 
-// endpointsByPort groups the IPv4 endpoints of EndpointSlices by service
-// port ("ns/name:port" + protocol), deduplicated by address:port (a
+// endpointsByPort groups the endpoints of the family's EndpointSlices (the
+// slice controller writes one set of slices per family) by service port
+// ("ns/name:port" + protocol), deduplicated by address:port (a
 // non-terminating endpoint wins) and sorted by address:port as upstream.
-func endpointsByPort(slices []*discovery.EndpointSlice, nodeName string) map[string][]endpoint {
+func endpointsByPort(slices []*discovery.EndpointSlice, nodeName string, ipv6 bool) map[string][]endpoint {
 	sets := map[string]map[string]endpoint{}
 	for _, sl := range slices {
 		svcName := sl.Labels[discovery.LabelServiceName]
-		if svcName == "" || sl.AddressType != discovery.AddressTypeIPv4 {
+		if svcName == "" || sl.AddressType != addressType(ipv6) {
 			continue
 		}
 		if _, ok := sl.Labels[labelServiceProxyName]; ok {
@@ -218,7 +228,7 @@ func endpointsByPort(slices []*discovery.EndpointSlice, nodeName string) map[str
 				if len(e.Addresses) == 0 {
 					continue
 				}
-				ip := ipv4(e.Addresses[0])
+				ip := ipOf(e.Addresses[0], ipv6)
 				if ip == "" {
 					continue
 				}
@@ -304,11 +314,12 @@ func categorize(sp *servicePort, eps []endpoint) (cluster, local, reachable []en
 	return cluster, local, reachable, any
 }
 
-// sortedServicePorts are the ports of services, by name and protocol.
-func sortedServicePorts(services []*v1.Service) []*servicePort {
+// sortedServicePorts are the ports of services in the family, by name and
+// protocol.
+func sortedServicePorts(services []*v1.Service, ipv6 bool) []*servicePort {
 	var ports []*servicePort
 	for _, s := range services {
-		ports = append(ports, servicePorts(s)...)
+		ports = append(ports, servicePorts(s, ipv6)...)
 	}
 	sort.Slice(ports, func(i, j int) bool {
 		if ports[i].name != ports[j].name {

@@ -34,9 +34,16 @@ const (
 // order.
 var natFixedChains = []string{chainServices, chainNodePorts, chainPostrouting, chainMarkMasq}
 
-// filterFixedChains are written on full syncs and when they change, in
-// this order.
-var filterFixedChains = []string{chainServices, chainExternalServices, chainForward, chainNodePorts, chainProxyFirewall, chainFirewall}
+// filterFixedChains are the filter chains written on full syncs and when
+// they change, in this order. IPv6 has no KUBE-FIREWALL (see
+// builder.finish).
+func filterFixedChains(ipv6 bool) []string {
+	chains := []string{chainServices, chainExternalServices, chainForward, chainNodePorts, chainProxyFirewall}
+	if ipv6 {
+		return chains
+	}
+	return append(chains, chainFirewall)
+}
 
 // isServiceChain reports whether name is a per-service chain of ours
 // (KUBE-SVC-, KUBE-SVL-, KUBE-EXT-, KUBE-FW-, KUBE-SEP-).
@@ -49,10 +56,10 @@ func isServiceChain(name string) bool {
 	return false
 }
 
-// isOwnedChain reports whether the proxy wrote a chain of that name in
-// table ("nat" or "filter").
-func isOwnedChain(table, name string) bool {
-	fixed := filterFixedChains
+// isOwnedChain reports whether the proxy writes a chain of that name in
+// table ("nat" or "filter") of the family.
+func isOwnedChain(table, name string, ipv6 bool) bool {
+	fixed := filterFixedChains(ipv6)
 	if table == "nat" {
 		if isServiceChain(name) {
 			return true

@@ -10,7 +10,8 @@ import (
 )
 
 // The nftables mode's objects, laid out as upstream kube-proxy's nftables
-// mode lays them out (one table "ip kube-proxy"; verdict maps keyed on
+// mode lays them out (one table per family, "ip kube-proxy" and
+// "ip6 kube-proxy", of the same layout; verdict maps keyed on
 // destination . protocol . port dispatch every packet in one lookup; a
 // chain per service port and policy). NFTBuild is pure; a syncer turns
 // the difference between two NFTStates into one nft transaction.
@@ -52,6 +53,8 @@ type NFTState struct {
 	// FixedRules are the rules of the fixed regular chains that depend on
 	// the input (the cluster CIDR).
 	FixedRules map[string][]string
+	// IPv6 is set in the state of the "ip6 kube-proxy" table.
+	IPv6 bool
 
 	ServicePorts, Endpoints int
 	UDP                     udpState
@@ -72,10 +75,11 @@ func nftBase(sp *servicePort) string {
 	return nftHash(s) + "-" + s
 }
 
-// nftEndpointBase is an endpoint's chain name base.
+// nftEndpointBase is an endpoint's chain name base. A chain name cannot
+// hold a ":", so an IPv6 address is written with "." instead (as upstream).
 func nftEndpointBase(sp *servicePort, e endpoint) string {
 	svc, port, _ := strings.Cut(sp.name, ":")
-	s := svc + "/" + sp.protocol + "/" + port + "__" + e.ip + "/" + strconv.Itoa(e.port)
+	s := svc + "/" + sp.protocol + "/" + port + "__" + strings.ReplaceAll(e.ip, ":", ".") + "/" + strconv.Itoa(e.port)
 	name := nftHash(s) + "-" + s
 	if len(name) > 240 { // knftables' name budget, as upstream
 		name = name[:237] + "..."
@@ -83,22 +87,24 @@ func nftEndpointBase(sp *servicePort, e endpoint) string {
 	return name
 }
 
-// NFTBuild computes the nftables mode's state for in. It is pure.
+// NFTBuild computes the nftables mode's state of in's family (the table
+// "ip kube-proxy" or "ip6 kube-proxy"). It is pure.
 func NFTBuild(in Input) *NFTState {
-	ports := sortedServicePorts(in.Services)
-	eps := endpointsByPort(in.Slices, in.NodeName)
+	ports := sortedServicePorts(in.Services, in.ipv6())
+	eps := endpointsByPort(in.Slices, in.NodeName, in.ipv6())
 	st := &NFTState{Chains: map[string][]string{}, Elements: map[string]map[string]string{}, Affinity: map[string]int{}, FixedRules: map[string][]string{},
-		UDP: newUDPState()}
+		UDP: newUDPState(), IPv6: in.ipv6()}
 	for _, m := range []string{nftClusterIPs, nftHairpin, nftServiceIPs, nftServiceNP, nftFirewallIPs, nftNoEndpointSvcs, nftNoEndpointPorts} {
 		st.Elements[m] = map[string]string{}
 	}
+	ipx := nftIP(st.IPv6) // ip or ip6
 	masq := []string{}
 	if in.ClusterCIDR != "" {
-		masq = append(masq, "ip daddr @"+nftClusterIPs+" ip saddr != "+in.ClusterCIDR+" mark set mark or "+nftMasqMark)
+		masq = append(masq, ipx+" daddr @"+nftClusterIPs+" "+ipx+" saddr != "+in.ClusterCIDR+" mark set mark or "+nftMasqMark)
 	}
 	st.FixedRules[nftServices] = append(masq,
-		"ip daddr . meta l4proto . th dport vmap @"+nftServiceIPs,
-		"fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @"+nftServiceNP)
+		ipx+" daddr . meta l4proto . th dport vmap @"+nftServiceIPs,
+		"fib daddr type local "+nftNotLoopback(st.IPv6)+" meta l4proto . th dport vmap @"+nftServiceNP)
 	for _, sp := range ports {
 		st.servicePort(sp, eps[sp.name+"\x00"+sp.protocol], in)
 	}
@@ -130,6 +136,7 @@ func (st *NFTState) servicePort(sp *servicePort, eps []endpoint, in Input) {
 	}
 	proto, port := sp.protocol, strconv.Itoa(sp.port)
 	key := func(ip, p string) string { return ip + " . " + proto + " . " + p }
+	ipx := nftIP(st.IPv6) // ip or ip6
 
 	st.elem(nftClusterIPs, sp.clusterIP, "")
 	if hasInternal {
@@ -155,7 +162,7 @@ func (st *NFTState) servicePort(sp *servicePort, eps []endpoint, in Input) {
 		if sourcesHoldNode(sp.lbSources, in.NodeIPs) {
 			allowed = append(allowed, sp.lbIPs...)
 		}
-		st.Chains[fwChain] = []string{"ip saddr != { " + strings.Join(allowed, ", ") + " } drop"}
+		st.Chains[fwChain] = []string{ipx + " saddr != { " + strings.Join(allowed, ", ") + " } drop"}
 	}
 	if sp.nodePort != 0 {
 		npKey := proto + " . " + strconv.Itoa(sp.nodePort)
@@ -172,7 +179,7 @@ func (st *NFTState) servicePort(sp *servicePort, eps []endpoint, in Input) {
 			r = append(r, "mark set mark or "+nftMasqMark, "goto "+svcChain)
 		} else {
 			if clusterCIDR != "" {
-				r = append(r, "ip saddr "+clusterCIDR+" goto "+svcChain)
+				r = append(r, ipx+" saddr "+clusterCIDR+" goto "+svcChain)
 			}
 			r = append(r, "fib saddr type local mark set mark or "+nftMasqMark, "fib saddr type local goto "+svcChain)
 			if len(local) > 0 {
@@ -196,12 +203,14 @@ func (st *NFTState) servicePort(sp *servicePort, eps []endpoint, in Input) {
 			st.Affinity["affinity-"+eb] = sp.affinitySeconds
 			// The timeout in the rule too: a changed timeoutSeconds
 			// changes the chain, which a partial sync writes.
-			st.Chains["endpoint-"+eb] = []string{fmt.Sprintf("update @affinity-%s { ip saddr timeout %ds }", eb, sp.affinitySeconds), dnatTo(proto, e)}
+			st.Chains["endpoint-"+eb] = []string{fmt.Sprintf("update @affinity-%s { %s saddr timeout %ds }", eb, ipx, sp.affinitySeconds), dnatTo(proto, e)}
 		}
 	}
 	st.Endpoints += len(reachable)
 }
 
+// dnatTo is the DNAT to e; an IPv6 address goes in brackets before the
+// port (e.String()), as nft needs it.
 func dnatTo(proto string, e endpoint) string {
 	return "meta l4proto " + proto + " dnat to " + e.String()
 }
@@ -213,7 +222,7 @@ func (st *NFTState) toEndpoints(sp *servicePort, eps []endpoint) []string {
 		var r, vmap []string
 		for i, e := range eps {
 			eb := nftEndpointBase(sp, e)
-			r = append(r, "ip saddr @affinity-"+eb+" goto endpoint-"+eb)
+			r = append(r, nftIP(st.IPv6)+" saddr @affinity-"+eb+" goto endpoint-"+eb)
 			vmap = append(vmap, fmt.Sprintf("%d : goto endpoint-%s", i, eb))
 		}
 		return append(r, fmt.Sprintf("numgen random mod %d vmap { %s }", len(eps), strings.Join(vmap, " , ")))

@@ -137,7 +137,7 @@ func (s *nftSyncer) flushStale(tx *knftables.Transaction, now time.Time, st *NFT
 func (s *nftSyncer) partialTx(tx *knftables.Transaction, now time.Time, st *NFTState) {
 	for _, name := range sortedKeys(st.Affinity) {
 		if _, ok := s.prev.Affinity[name]; !ok {
-			tx.Add(affinitySet(name))
+			tx.Add(affinitySet(name, st.IPv6))
 		}
 	}
 	var changed []string
@@ -154,7 +154,7 @@ func (s *nftSyncer) partialTx(tx *knftables.Transaction, now time.Time, st *NFTS
 			tx.Add(&knftables.Rule{Chain: name, Rule: r})
 		}
 	}
-	for _, set := range nftSets {
+	for _, set := range nftSets(st.IPv6) {
 		prev, cur := s.prev.Elements[set.name], st.Elements[set.name]
 		elem := func(key, value string) *knftables.Element {
 			e := &knftables.Element{Key: strings.Split(key, " . ")}
@@ -197,8 +197,9 @@ func (s *nftSyncer) partialTx(tx *knftables.Transaction, now time.Time, st *NFTS
 	}
 }
 
-// nftMode is the Proxier's syncer in nftables mode: an nftSyncer of the
-// Input's NFTState, with the UDP conntrack clean-up of iptables mode.
+// nftMode is the Proxier's syncer of one IP family in nftables mode: an
+// nftSyncer of that family's table and the Input's NFTState, with the UDP
+// conntrack clean-up of iptables mode.
 type nftMode struct {
 	s        *nftSyncer
 	udp      udpCleaner

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"orch/internal/iptsync"
+	"orch/internal/cidr"
 
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
@@ -36,9 +36,9 @@ const (
 	ModeNFTables = "nftables"
 )
 
-// modeSyncer writes the rules of one mode.
+// modeSyncer writes the rules of one mode in one IP family.
 type modeSyncer interface {
-	// sync writes the rules of in.
+	// sync writes the rules of in (of the syncer's family).
 	sync(now time.Time, in Input) (syncResult, error)
 	// periodic asks the next sync to check what other programs may have
 	// removed (a SyncPeriod tick).
@@ -50,11 +50,13 @@ type Config struct {
 	// Mode is ModeIPTables (the default) or ModeNFTables.
 	Mode     string
 	NodeName string
-	NodeIPs  []net.IP // this node's addresses
-	// ClusterCIDR is the pods' CIDR: traffic to a cluster IP from outside
-	// it is masqueraded. Empty: no such masquerade (kube-proxy without
-	// --cluster-cidr).
-	ClusterCIDR string
+	NodeIPs  []net.IP // this node's addresses, of either family
+	// ClusterCIDRs are the pods' CIDRs, at most one per IP family (dual
+	// stack: "10.42.0.0/16" and "fd00:42::/56"). The proxy programs the
+	// families of these CIDRs, IPv4 alone when there is none. Traffic to
+	// a cluster IP from outside its family's CIDR is masqueraded; without
+	// CIDRs there is no such masquerade (kube-proxy without --cluster-cidr).
+	ClusterCIDRs []string
 	// MinSyncPeriod is the least time between two syncs; changes within it
 	// are batched. The first change after a quiet time syncs at once.
 	MinSyncPeriod time.Duration
@@ -67,56 +69,77 @@ type Config struct {
 	FullSyncPeriod time.Duration
 }
 
-// Proxier is the service proxy of one node.
+// Proxier is the service proxy of one node: one set of informers and one
+// health server, and a mode syncer per IP family.
 type Proxier struct {
-	cfg    Config
-	client kubernetes.Interface
-	log    *slog.Logger
-	s      modeSyncer
-	health *healthServer
+	cfg      Config
+	client   kubernetes.Interface
+	log      *slog.Logger
+	families []*familyState
+	health   *healthServer
 
 	kick      chan struct{}
 	ready     chan struct{}
 	readyOnce sync.Once
 }
 
-// New checks cfg and makes a Proxier. It fails when the mode's tools
-// (iptables, or nft 1.0.1 or later) are missing.
-func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Proxier, error) {
-	switch cfg.Mode {
-	case "", ModeIPTables:
-		d, err := newIPTablesDriver()
-		if err != nil {
-			return nil, err
-		}
-		return newProxier(cfg, client, log, d, netlinkConntrack{})
-	case ModeNFTables:
-		nft, err := knftables.New(knftables.IPv4Family, nftTable)
-		if err != nil {
-			return nil, fmt.Errorf("proxy: --proxy-mode nftables needs nft 1.0.1 or later and a kernel with nf_tables (Debian: apt-get install nftables): %w", err)
-		}
-		p, err := newProxier(cfg, client, log, nil, netlinkConntrack{})
-		if err != nil {
-			return nil, err
-		}
-		p.s = &nftMode{s: newNFTSyncer(nft, p.cfg.FullSyncPeriod), udp: udpCleaner{ct: netlinkConntrack{}}}
-		return p, nil
-	}
-	return nil, fmt.Errorf("proxy: unknown proxy mode %q (iptables or nftables)", cfg.Mode)
+// familyState is what the Proxier keeps of one IP family.
+type familyState struct {
+	family      v1.IPFamily
+	clusterCIDR string // "" when Config.ClusterCIDRs has none
+	s           modeSyncer
+	synced      bool // a full sync succeeded
 }
 
-// newProxier makes a Proxier in iptables mode through w (nil: the
-// caller sets the mode's syncer).
-func newProxier(cfg Config, client kubernetes.Interface, log *slog.Logger, w iptsync.Writer, ct conntrackCleaner) (*Proxier, error) {
+// New checks cfg and makes a Proxier. It fails when the mode's tools
+// (iptables, ip6tables for IPv6, or nft 1.0.1 or later) are missing.
+func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Proxier, error) {
+	p, err := newProxier(cfg, client, log)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range p.families {
+		if f.s, err = newModeSyncer(p.cfg.Mode, f.family, p.cfg.FullSyncPeriod); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// newModeSyncer makes the syncer of a mode and a family, with conntrack
+// clean-up through netlink.
+func newModeSyncer(mode string, f v1.IPFamily, fullSyncPeriod time.Duration) (modeSyncer, error) {
+	ct := netlinkConntrack{family: conntrackFamily(f)}
+	if mode == ModeNFTables {
+		nft, err := knftables.New(nftFamily(f), nftTable)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: --proxy-mode nftables needs nft 1.0.1 or later and a kernel with nf_tables (%s; Debian: apt-get install nftables): %w", f, err)
+		}
+		return &nftMode{s: newNFTSyncer(nft, fullSyncPeriod), udp: udpCleaner{ct: ct}}, nil
+	}
+	d, err := newIPTablesDriver(f)
+	if err != nil {
+		return nil, err
+	}
+	return newSyncer(d, ct, fullSyncPeriod), nil
+}
+
+// newProxier checks cfg and makes a Proxier whose families have no syncer
+// yet (New, or a test, sets them).
+func newProxier(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Proxier, error) {
 	if cfg.NodeName == "" {
 		return nil, errors.New("proxy: Config.NodeName is required (the name of this node, to find its local endpoints)")
 	}
-	if cfg.ClusterCIDR != "" {
-		ip, n, err := net.ParseCIDR(cfg.ClusterCIDR)
-		if err != nil || ip.To4() == nil {
-			return nil, fmt.Errorf("proxy: cluster CIDR %q is not an IPv4 CIDR (e.g. 10.42.0.0/16)", cfg.ClusterCIDR)
-		}
-		cfg.ClusterCIDR = n.String()
+	switch cfg.Mode {
+	case "":
+		cfg.Mode = ModeIPTables
+	case ModeIPTables, ModeNFTables:
+	default:
+		return nil, fmt.Errorf("proxy: unknown proxy mode %q (iptables or nftables)", cfg.Mode)
+	}
+	fams, err := familiesOf(cfg.ClusterCIDRs)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.MinSyncPeriod <= 0 {
 		cfg.MinSyncPeriod = DefaultMinSyncPeriod
@@ -127,20 +150,39 @@ func newProxier(cfg Config, client kubernetes.Interface, log *slog.Logger, w ipt
 	if cfg.FullSyncPeriod <= 0 {
 		cfg.FullSyncPeriod = DefaultFullSyncPeriod
 	}
-	if cfg.Mode == "" {
-		cfg.Mode = ModeIPTables
-	}
 	if log == nil {
 		log = slog.Default()
 	}
 	log = log.With("component", "proxy")
 	return &Proxier{
 		cfg: cfg, client: client, log: log,
-		s:      modeOf(w, ct, cfg.FullSyncPeriod),
-		health: newHealthServer(log, 2*cfg.SyncPeriod),
-		kick:   make(chan struct{}, 1),
-		ready:  make(chan struct{}),
+		families: fams,
+		health:   newHealthServer(log, 2*cfg.SyncPeriod),
+		kick:     make(chan struct{}, 1),
+		ready:    make(chan struct{}),
 	}, nil
+}
+
+// familiesOf checks the cluster CIDRs (one or two, of different families,
+// as cidr.ParseList takes them) and returns their families in order, each
+// with its CIDR masked; IPv4 without a CIDR when there is none.
+func familiesOf(cidrs []string) ([]*familyState, error) {
+	if len(cidrs) == 0 {
+		return []*familyState{{family: v1.IPv4Protocol}}, nil
+	}
+	prefixes, err := cidr.ParseList("proxy: cluster CIDRs", strings.Join(cidrs, ","))
+	if err != nil {
+		return nil, err
+	}
+	var out []*familyState
+	for _, p := range prefixes {
+		f := v1.IPv4Protocol
+		if !p.Addr().Is4() {
+			f = v1.IPv6Protocol
+		}
+		out = append(out, &familyState{family: f, clusterCIDR: p.String()})
+	}
+	return out, nil
 }
 
 // routeLocalnet is the sysctl that lets DNAT send packets addressed to
@@ -176,10 +218,11 @@ func (p *Proxier) changed() {
 	}
 }
 
-// Start watches Services and EndpointSlices and keeps the rules in step
-// until ctx ends. A failed sync is retried with backoff, as a full sync.
+// Start watches Services and EndpointSlices and keeps the rules of every
+// family in step until ctx ends. A failed sync is retried with backoff, as
+// a full sync.
 func (p *Proxier) Start(ctx context.Context) error {
-	if p.cfg.Mode == ModeIPTables {
+	if p.cfg.Mode == ModeIPTables && p.hasFamily(v1.IPv4Protocol) {
 		if err := allowLocalhostNodePorts(p.log); err != nil {
 			p.log.Warn("NodePorts will not answer on 127.0.0.1", "err", err)
 		}
@@ -214,7 +257,7 @@ func (p *Proxier) Start(ctx context.Context) error {
 		}
 	}
 	list := func() Input {
-		in := Input{NodeName: p.cfg.NodeName, NodeIPs: p.cfg.NodeIPs, ClusterCIDR: p.cfg.ClusterCIDR}
+		in := Input{NodeName: p.cfg.NodeName, NodeIPs: p.cfg.NodeIPs}
 		ss, _ := svcs.Lister().List(labels.Everything())
 		es, _ := slices.Lister().List(labels.Everything())
 		in.Services = append([]*v1.Service(nil), ss...)
@@ -225,8 +268,20 @@ func (p *Proxier) Start(ctx context.Context) error {
 	return nil
 }
 
+// hasFamily reports whether the proxy programs the family.
+func (p *Proxier) hasFamily(f v1.IPFamily) bool {
+	for _, pf := range p.families {
+		if pf.family == f {
+			return true
+		}
+	}
+	return false
+}
+
 // run is the sync loop: one sync now, then one per change (at most one per
-// MinSyncPeriod), one per SyncPeriod, and retries after errors.
+// MinSyncPeriod), one per SyncPeriod, and retries after errors. list gives
+// the objects of every family; each family's syncer gets them as an Input
+// of its family.
 func (p *Proxier) run(ctx context.Context, list func() Input) {
 	periodic := time.NewTicker(p.cfg.SyncPeriod)
 	defer periodic.Stop()
@@ -241,7 +296,9 @@ func (p *Proxier) run(ctx context.Context, list func() Input) {
 			return
 		case <-p.kick:
 		case <-periodic.C:
-			p.s.periodic()
+			for _, f := range p.families {
+				f.s.periodic()
+			}
 		case <-retry.C:
 		}
 		if wait := p.cfg.MinSyncPeriod - time.Since(last); !last.IsZero() && wait > 0 {
@@ -258,7 +315,7 @@ func (p *Proxier) run(ctx context.Context, list func() Input) {
 		start := time.Now()
 		last = start
 		in := list()
-		res, err := p.s.sync(start, in)
+		again, err := p.syncFamilies(start, in)
 		if err != nil {
 			p.log.Error("sync failed; retrying", "err", err, "retryIn", backoff)
 			retry.Reset(backoff)
@@ -266,37 +323,66 @@ func (p *Proxier) run(ctx context.Context, list func() Input) {
 			continue
 		}
 		backoff = p.cfg.MinSyncPeriod
-		if res.Again > 0 {
-			retry.Reset(res.Again) // flushed chains to delete
+		if again > 0 {
+			retry.Reset(again) // flushed chains to delete
 		}
 		p.health.sync(in)
-		p.log.Info("synced service rules", "full", res.Full, "servicePorts", res.ServicePorts,
-			"endpoints", res.Endpoints, "rules", res.Rules, "chainsWritten", res.ChainsWritten,
-			"chainsDeleted", res.ChainsDeleted, "conntrackDeleted", res.ConntrackDeleted,
-			"duration", time.Since(start))
-		if res.Full {
+		if p.allSynced() {
 			p.readyOnce.Do(func() { close(p.ready) })
 		}
 	}
 }
 
-func modeOf(w iptsync.Writer, ct conntrackCleaner, fullSyncPeriod time.Duration) modeSyncer {
-	if w == nil {
-		return nil
+// syncFamilies syncs every family with in, each as an Input of its own
+// family. A family that fails does not keep the others from syncing; the
+// errors come back together, and the retry rewrites only what failed
+// (the others' partial syncs find nothing to change). again is the
+// soonest another sync is asked for.
+func (p *Proxier) syncFamilies(start time.Time, in Input) (time.Duration, error) {
+	var again time.Duration
+	var errs []error
+	for _, f := range p.families {
+		fin := in
+		fin.Family, fin.ClusterCIDR = f.family, f.clusterCIDR
+		res, err := f.s.sync(start, fin)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f.family, err))
+			continue
+		}
+		f.synced = f.synced || res.Full
+		if res.Again > 0 && (again == 0 || res.Again < again) {
+			again = res.Again
+		}
+		p.log.Info("synced service rules", "family", f.family, "full", res.Full, "servicePorts", res.ServicePorts,
+			"endpoints", res.Endpoints, "rules", res.Rules, "chainsWritten", res.ChainsWritten,
+			"chainsDeleted", res.ChainsDeleted, "conntrackDeleted", res.ConntrackDeleted,
+			"duration", time.Since(start))
 	}
-	return newSyncer(w, ct, fullSyncPeriod)
+	return again, errors.Join(errs...)
 }
 
-// removeOtherMode removes the rules the other mode left (a switch of
-// --proxy-mode), as kube-proxy does.
-func (p *Proxier) removeOtherMode() {
-	var err error
-	if p.cfg.Mode == ModeNFTables {
-		err = cleanupIPTables(p.log)
-	} else {
-		err = cleanupNFTables(p.log)
+// allSynced reports whether every family had a successful full sync.
+func (p *Proxier) allSynced() bool {
+	for _, f := range p.families {
+		if !f.synced {
+			return false
+		}
 	}
-	if err != nil {
-		p.log.Warn("could not remove the rules of the other proxy mode", "err", err)
+	return true
+}
+
+// removeOtherMode removes the rules the other mode left in the proxy's
+// families (a switch of --proxy-mode), as kube-proxy does.
+func (p *Proxier) removeOtherMode() {
+	for _, f := range p.families {
+		var err error
+		if p.cfg.Mode == ModeNFTables {
+			err = cleanupIPTables(f.family, p.log)
+		} else {
+			err = cleanupNFTables(f.family, p.log)
+		}
+		if err != nil {
+			p.log.Warn("could not remove the rules of the other proxy mode", "family", f.family, "err", err)
+		}
 	}
 }

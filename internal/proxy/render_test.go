@@ -138,7 +138,7 @@ func TestCleanupText(t *testing.T) {
 			"*filter\n:KUBE-FORWARD - [0:0]\n:KUBE-FIREWALL - [0:0]\n:KUBE-PROXY-FIREWALL - [0:0]\n-X KUBE-FORWARD\n-X KUBE-FIREWALL\n-X KUBE-PROXY-FIREWALL\nCOMMIT\n", 3},
 		{"filter", []string{"INPUT", "FORWARD"}, "*filter\nCOMMIT\n", 0},
 	} {
-		got, n := iptsync.CleanupText(tc.table, tc.chains, func(c string) bool { return isOwnedChain(tc.table, c) })
+		got, n := iptsync.CleanupText(tc.table, tc.chains, func(c string) bool { return isOwnedChain(tc.table, c, false) })
 		if string(got) != tc.want || n != tc.n {
 			t.Errorf("CleanupText(%s, %v) = %q, %d; want %q, %d", tc.table, tc.chains, got, n, tc.want, tc.n)
 		}

@@ -14,13 +14,19 @@ import (
 // which the per-endpoint rules carry no comments, to keep the tables small.
 const largeClusterEndpoints = 1000
 
-// Input is everything the desired rules depend on.
+// Input is everything the desired rules of one IP family depend on.
 type Input struct {
-	Services    []*v1.Service
-	Slices      []*discovery.EndpointSlice
-	NodeName    string
-	NodeIPs     []net.IP
-	ClusterCIDR string // "" disables the masquerade of off-cluster traffic to cluster IPs
+	// Family is the IP family whose rules are built (IPv4 when empty):
+	// only the Services' addresses and the EndpointSlices of that family
+	// count.
+	Family   v1.IPFamily
+	Services []*v1.Service
+	Slices   []*discovery.EndpointSlice
+	NodeName string
+	NodeIPs  []net.IP
+	// ClusterCIDR is the family's pod CIDR; "" disables the masquerade of
+	// off-cluster traffic to cluster IPs.
+	ClusterCIDR string
 }
 
 // Chain is one chain and its rules, as iptables-restore lines ("-A NAME …\n").
@@ -40,11 +46,12 @@ type Ruleset struct {
 	UDP          udpState
 }
 
-// Build computes the desired rules. It is pure: the same input always gives
-// the same output, byte for byte.
+// Build computes the desired rules of in's family, for iptables-restore
+// (IPv4) or ip6tables-restore (IPv6). It is pure: the same input always
+// gives the same output, byte for byte.
 func Build(in Input) *Ruleset {
-	ports := sortedServicePorts(in.Services)
-	eps := endpointsByPort(in.Slices, in.NodeName)
+	ports := sortedServicePorts(in.Services, in.ipv6())
+	eps := endpointsByPort(in.Slices, in.NodeName, in.ipv6())
 
 	b := &builder{in: in, out: &Ruleset{UDP: newUDPState()}, fixed: map[string]*strings.Builder{}}
 	total := 0
@@ -296,8 +303,14 @@ func probability(n int) string { return fmt.Sprintf("%0.10f", 1.0/float64(n)) }
 // finish writes the fixed chains, which do not depend on a single service.
 func (b *builder) finish() {
 	natSvc := b.fixedChain("nat", chainServices)
-	rule(natSvc, "-A", chainServices, "-m", "comment", "--comment", quote("kubernetes service nodeports; NOTE: this must be the last rule in this chain"),
-		"-m", "addrtype", "--dst-type", "LOCAL", "-j", chainNodePorts)
+	local := []string{"-m", "addrtype", "--dst-type", "LOCAL"}
+	if b.in.ipv6() {
+		// As upstream: IPv6 has no route_localnet, so DNAT cannot send
+		// what is addressed to ::1 elsewhere; NodePorts are not served there.
+		local = append(local, "!", "-d", "::1/128")
+	}
+	rule(natSvc, append(append([]string{"-A", chainServices, "-m", "comment", "--comment", quote("kubernetes service nodeports; NOTE: this must be the last rule in this chain")},
+		local...), "-j", chainNodePorts)...)
 	post := b.fixedChain("nat", chainPostrouting)
 	rule(post, "-A", chainPostrouting, "-m", "mark", "!", "--mark", masqMark+"/"+masqMark, "-j", "RETURN")
 	rule(post, "-A", chainPostrouting, "-j", "MARK", "--xor-mark", masqMark)
@@ -307,11 +320,15 @@ func (b *builder) finish() {
 	rule(fwd, "-A", chainForward, "-m", "conntrack", "--ctstate", "INVALID", "-j", "DROP")
 	rule(fwd, "-A", chainForward, "-m", "comment", "--comment", quote("kubernetes forwarding rules"), "-m", "mark", "--mark", masqMark+"/"+masqMark, "-j", "ACCEPT")
 	rule(fwd, "-A", chainForward, "-m", "comment", "--comment", quote("kubernetes forwarding conntrack rule"), "-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED", "-j", "ACCEPT")
-	// NodePorts answer on 127.0.0.1 (route_localnet=1, set by the Proxier),
-	// which would also let other hosts reach the node's loopback services:
-	// this rule, upstream's, drops what comes from outside to 127.0.0.0/8.
-	rule(b.fixedChain("filter", chainFirewall), "-A", chainFirewall, "-m", "comment", "--comment", quote("block incoming localnet connections"),
-		"-d", "127.0.0.0/8", "!", "-s", "127.0.0.0/8", "-m", "conntrack", "!", "--ctstate", "RELATED,ESTABLISHED,DNAT", "-j", "DROP")
+	if !b.in.ipv6() {
+		// NodePorts answer on 127.0.0.1 (route_localnet=1, set by the
+		// Proxier), which would also let other hosts reach the node's
+		// loopback services: this rule, upstream's, drops what comes from
+		// outside to 127.0.0.0/8. IPv6 never routes ::1: upstream writes
+		// the rule for IPv4 only, and the IPv6 tables get no such chain.
+		rule(b.fixedChain("filter", chainFirewall), "-A", chainFirewall, "-m", "comment", "--comment", quote("block incoming localnet connections"),
+			"-d", "127.0.0.0/8", "!", "-s", "127.0.0.0/8", "-m", "conntrack", "!", "--ctstate", "RELATED,ESTABLISHED,DNAT", "-j", "DROP")
+	}
 
 	fixed := func(table string, names []string) []Chain {
 		out := make([]Chain, 0, len(names))
@@ -320,7 +337,7 @@ func (b *builder) finish() {
 		}
 		return out
 	}
-	b.out.Filter = fixed("filter", filterFixedChains)
+	b.out.Filter = fixed("filter", filterFixedChains(b.in.ipv6()))
 	b.out.NAT = append(fixed("nat", natFixedChains), b.out.NAT...)
 }
 

@@ -60,7 +60,7 @@ func TestOwnedChains(t *testing.T) {
 		{"filter", "KUBE-SVC-XPGD46QRK7WJZT7O", false},
 		{"filter", "CNI-FORWARD", false},
 	} {
-		if got := isOwnedChain(tc.table, tc.chain); got != tc.want {
+		if got := isOwnedChain(tc.table, tc.chain, false); got != tc.want {
 			t.Errorf("isOwnedChain(%s, %s) = %v, want %v", tc.table, tc.chain, got, tc.want)
 		}
 	}

@@ -57,6 +57,7 @@ func endpointNetns(t *testing.T) string {
 	run(t, "ip", "link", "set", "orch-h", "up")
 	run(t, "ip", "route", "add", "10.43.0.0/16", "dev", "orch-h")       // the service CIDR, as a node's default route would
 	run(t, "ip", "addr", "add", testNodeIP.String()+"/32", "dev", "lo") // the node's own address
+	t.Cleanup(func() { _ = exec.Command("ip", "addr", "del", testNodeIP.String()+"/32", "dev", "lo").Run() })
 	in := func(args ...string) { run(t, "nsenter", append([]string{"-t", pid, "-n"}, args...)...) }
 	in("ip", "link", "set", "lo", "up")
 	in("ip", "addr", "add", "10.42.1.5/24", "dev", "orch-p")
@@ -179,20 +180,7 @@ func TestConntrackDeletesStaleUDPFlows(t *testing.T) {
 	}
 	send("10.43.0.10:53") // DNATed to the endpoint that goes away
 	send("10.42.1.9:53")  // not a service
-	udp53 := func() []string {
-		flows, err := netlink.ConntrackTableList(netlink.ConntrackTable, unix.AF_INET)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, f := range flows {
-			if f.Forward.Protocol == unix.IPPROTO_UDP && f.Forward.DstPort == 53 {
-				out = append(out, f.Forward.DstIP.String()+">"+f.Reverse.SrcIP.String())
-			}
-		}
-		slices.Sort(out)
-		return out
-	}
+	udp53 := func() []string { return udpFlowsTo(t, unix.AF_INET, 53) }
 	if got, want := udp53(), []string{"10.42.1.9>10.42.1.9", "10.43.0.10>10.42.1.2"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("conntrack entries before: %v, want %v", got, want)
 	}
@@ -205,4 +193,23 @@ func TestConntrackDeletesStaleUDPFlows(t *testing.T) {
 	if got, want := udp53(), []string{"10.42.1.9>10.42.1.9"}; res.ConntrackDeleted != 1 || !reflect.DeepEqual(got, want) {
 		t.Errorf("deleted %d entries, left %v; want 1 deleted and %v left", res.ConntrackDeleted, got, want)
 	}
+}
+
+// udpFlowsTo lists the conntrack entries of a family (unix.AF_INET or
+// AF_INET6) for UDP to port, each as "original destination>reply source"
+// (the endpoint after DNAT), sorted and without duplicates.
+func udpFlowsTo(t *testing.T, family netlink.InetFamily, port uint16) []string {
+	t.Helper()
+	flows, err := netlink.ConntrackTableList(netlink.ConntrackTable, family)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range flows {
+		if f.Forward.Protocol == unix.IPPROTO_UDP && f.Forward.DstPort == port {
+			out = append(out, f.Forward.DstIP.String()+">"+f.Reverse.SrcIP.String())
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out) // a flow of an earlier run (-count) may still be there
 }

@@ -204,15 +204,24 @@ func (b *bootstrap) ensureService(ctx context.Context, client kubernetes.Interfa
 // --service-cidr.
 const defaultServiceCIDRName = "kubernetes"
 
-// ensureServiceCIDR keeps the default ServiceCIDR, the --service-cidr the
-// Services' cluster IPs come from, Ready, as upstream's default
-// ServiceCIDR controller.
+// ensureServiceCIDR keeps the default ServiceCIDR, the --service-cidr
+// ranges (both families on a dual-stack cluster) the Services' cluster IPs
+// come from, Ready, as upstream's default ServiceCIDR controller. A
+// single-stack one becomes dual-stack when --service-cidr gains a second
+// family; any other difference is left for the operator.
 func (b *bootstrap) ensureServiceCIDR(ctx context.Context, client kubernetes.Interface) error {
+	want := make([]string, len(b.cfg.serviceCIDRs))
+	for i, n := range b.cfg.serviceCIDRs {
+		want[i] = n.String()
+	}
 	cidrs := client.NetworkingV1().ServiceCIDRs()
 	sc, err := cidrs.Get(ctx, defaultServiceCIDRName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		sc, err = cidrs.Create(ctx, &networkingv1.ServiceCIDR{ObjectMeta: metav1.ObjectMeta{Name: defaultServiceCIDRName},
-			Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{b.cfg.serviceCIDR.String()}}}, metav1.CreateOptions{FieldManager: "orch-bootstrap"})
+			Spec: networkingv1.ServiceCIDRSpec{CIDRs: want}}, metav1.CreateOptions{FieldManager: "orch-bootstrap"})
+	} else if err == nil && len(sc.Spec.CIDRs) == 1 && len(want) == 2 && sc.Spec.CIDRs[0] == want[0] {
+		sc.Spec.CIDRs = want
+		sc, err = cidrs.Update(ctx, sc, metav1.UpdateOptions{FieldManager: "orch-bootstrap"})
 	}
 	if err != nil {
 		return fmt.Errorf("the default ServiceCIDR: %w", err)

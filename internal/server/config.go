@@ -122,9 +122,9 @@ type parsed struct {
 	// primary; serviceCIDR and clusterCIDR are the primaries.
 	serviceCIDRs, clusterCIDRs []*net.IPNet
 	serviceCIDR, clusterCIDR   *net.IPNet
-	nodeIPs     []net.IP
-	advertise   net.IP
-	several     bool // one of several servers (see ha)
+	nodeIPs                    []net.IP
+	advertise                  net.IP
+	several                    bool // one of several servers (see ha)
 }
 
 func (c Config) parse() (parsed, error) {

@@ -78,7 +78,7 @@ func controllers(p parsed) buildFunc {
 			{"resourcequota", simple(func(c controller.Context) run.Runnable { return resourcequota.New(c) })},
 			{"ttlafterfinished", simple(func(c controller.Context) run.Runnable { return ttlafterfinished.New(c) })},
 			{"nodeipam", func(c controller.Context) (run.Runnable, error) {
-				return nodeipam.New(c, p.clusterCIDR, nodeCIDRMaskSize)
+				return nodeipam.New(c, nodeipam.Ranges(p.clusterCIDRs))
 			}},
 			{"endpointslice", simple(func(c controller.Context) run.Runnable { return endpointslice.New(c) })},
 			{"endpointslicemirroring", simple(func(c controller.Context) run.Runnable { return endpointslicemirroring.New(c) })},
@@ -127,6 +127,3 @@ func controllers(p parsed) buildFunc {
 		return out, nil
 	}
 }
-
-// nodeCIDRMaskSize is the size of each node's pod network (/24: 254 pods).
-const nodeCIDRMaskSize = 24

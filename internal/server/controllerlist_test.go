@@ -25,6 +25,7 @@ func TestComponentsActAsTheirOwnIdentities(t *testing.T) {
 	dir := t.TempDir()
 	p := parsed{Config: Config{DataDir: dir}}
 	_, p.clusterCIDR, _ = net.ParseCIDR("10.42.0.0/16")
+	p.clusterCIDRs = []*net.IPNet{p.clusterCIDR}
 	if err := os.MkdirAll(p.tlsDir(), 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -143,7 +143,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 	}
 	api, err := apiserver.New(apiserver.Config{
 		Aggregation: &apiserver.AggregationConfig{ClientCAPEM: bundle.CACertPEM, RequestHeaderCAPEM: frontProxy.CACertPEM, ProxyClient: frontProxy.Client},
-		Storage:     store, Resources: all.Resources(), ServiceCIDR: p.serviceCIDR, Version: version.Info(), KubeletClient: kubeletClient,
+		Storage:     store, Resources: all.Resources(), ServiceCIDRs: p.serviceCIDRs, Version: version.Info(), KubeletClient: kubeletClient,
 		Log: log.With("component", "apiserver"), ServiceAccountKey: bundle.ServiceAccountKey,
 		NodeRegistrationSecret: func(node string) (string, string) { return join.PasswordSecretNamespace, join.PasswordSecretName(node) },
 		ClusterDomain:          p.ClusterDomain, ExternalAddress: net.JoinHostPort(p.advertise.String(), strconv.Itoa(p.HTTPSPort)),

@@ -1,14 +1,17 @@
 // Package endpoints keeps the core/v1 Endpoints object of every Service with
 // a selector: ready pods in addresses, not-ready ones in notReadyAddresses,
 // grouped into subsets by their resolved ports, as upstream's endpoints
-// controller does. (Terminating pods are left out unless the service
-// publishes not-ready addresses.)
+// controller does. Each pod is listed by its address of the Service's
+// primary IP family, since an Endpoints object holds one family.
+// (Terminating pods are left out unless the service publishes not-ready
+// addresses.)
 package endpoints
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"sort"
 	"strings"
 
@@ -119,7 +122,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 func Subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
 	bySet := map[string]*corev1.EndpointSubset{}
 	for _, pod := range pods {
-		if pod.Status.PodIP == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		ip := addressFor(svc, pod)
+		if ip == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
 		terminating := pod.DeletionTimestamp != nil
@@ -135,7 +139,7 @@ func Subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
 			subset = &corev1.EndpointSubset{Ports: ports}
 			bySet[key] = subset
 		}
-		addr := corev1.EndpointAddress{IP: pod.Status.PodIP, NodeName: nodeName(pod),
+		addr := corev1.EndpointAddress{IP: ip, NodeName: nodeName(pod),
 			TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID}}
 		if pod.Spec.Hostname != "" && pod.Spec.Subdomain == svc.Name {
 			addr.Hostname = pod.Spec.Hostname
@@ -159,6 +163,49 @@ func Subsets(svc *corev1.Service, pods []*corev1.Pod) []corev1.EndpointSubset {
 		out = append(out, *s)
 	}
 	return out
+}
+
+// addressFor is the pod's address that an Endpoints object of svc lists,
+// as upstream: the one of the service's primary family (ipFamilies[0]; for
+// a service written without families, its cluster IP's family, or for a
+// headless one the family of the pod's primary IP). "" when the pod has
+// none of that family.
+func addressFor(svc *corev1.Service, pod *corev1.Pod) string {
+	var family corev1.IPFamily
+	switch {
+	case len(svc.Spec.IPFamilies) > 0:
+		family = svc.Spec.IPFamilies[0]
+	case svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone:
+		family = familyOf(svc.Spec.ClusterIP)
+	default:
+		family = familyOf(pod.Status.PodIP)
+	}
+	for _, ip := range podIPs(pod) {
+		if addr, err := netip.ParseAddr(ip); err == nil && familyOf(ip) == family {
+			return addr.Unmap().String()
+		}
+	}
+	return ""
+}
+
+// podIPs are the pod's addresses: status.podIPs, or status.podIP for a pod
+// that lists none.
+func podIPs(pod *corev1.Pod) []string {
+	if len(pod.Status.PodIPs) == 0 {
+		return []string{pod.Status.PodIP}
+	}
+	ips := make([]string, len(pod.Status.PodIPs))
+	for i, ip := range pod.Status.PodIPs {
+		ips[i] = ip.IP
+	}
+	return ips
+}
+
+func familyOf(ip string) corev1.IPFamily {
+	if addr, err := netip.ParseAddr(ip); err == nil && addr.Is6() && !addr.Is4In6() {
+		return corev1.IPv6Protocol
+	}
+	return corev1.IPv4Protocol
 }
 
 func endpointPorts(svc *corev1.Service, pod *corev1.Pod) ([]corev1.EndpointPort, string) {

@@ -1,6 +1,7 @@
 package endpoints
 
 import (
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -46,5 +47,52 @@ func TestSubsets(t *testing.T) {
 	all := Subsets(svc, pods)
 	if n := len(all[0].Addresses); n != 4 || len(all[0].NotReadyAddresses) != 0 {
 		t.Errorf("publishNotReadyAddresses: %d ready addresses (want 4: a, b, c and the terminating one), %d not ready", n, len(all[0].NotReadyAddresses))
+	}
+}
+
+// dualPod is a ready pod with the given addresses, primary first.
+func dualPod(name string, ips ...string) *corev1.Pod {
+	p := pod(name, ips[0], true)
+	for _, ip := range ips {
+		p.Status.PodIPs = append(p.Status.PodIPs, corev1.PodIP{IP: ip})
+	}
+	return p
+}
+
+func TestAddressesFollowThePrimaryFamily(t *testing.T) {
+	dual := dualPod("dual", "10.42.0.5", "fd00:42::5")
+	dual6 := dualPod("dual6", "fd00:42::6", "10.42.0.6")
+	only4 := dualPod("only4", "10.42.0.7")
+	only6 := dualPod("only6", "fd00:42::8")
+	headless := corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone}
+	cases := []struct {
+		name string
+		spec corev1.ServiceSpec
+		want map[string]string // pod name → listed address; absent: left out
+	}{
+		{"IPv4 service", corev1.ServiceSpec{IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}},
+			map[string]string{"dual": "10.42.0.5", "dual6": "10.42.0.6", "only4": "10.42.0.7"}},
+		{"IPv6 service", corev1.ServiceSpec{IPFamilies: []corev1.IPFamily{corev1.IPv6Protocol}},
+			map[string]string{"dual": "fd00:42::5", "dual6": "fd00:42::6", "only6": "fd00:42::8"}},
+		{"IPv6-primary dual-stack service", corev1.ServiceSpec{IPFamilies: []corev1.IPFamily{corev1.IPv6Protocol, corev1.IPv4Protocol}},
+			map[string]string{"dual": "fd00:42::5", "dual6": "fd00:42::6", "only6": "fd00:42::8"}},
+		{"no families: the cluster IP's", corev1.ServiceSpec{ClusterIP: "fd00:43::1"},
+			map[string]string{"dual": "fd00:42::5", "dual6": "fd00:42::6", "only6": "fd00:42::8"}},
+		{"headless without families: each pod's primary", headless,
+			map[string]string{"dual": "10.42.0.5", "dual6": "fd00:42::6", "only4": "10.42.0.7", "only6": "fd00:42::8"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: tc.spec}
+			got := map[string]string{}
+			for _, s := range Subsets(svc, []*corev1.Pod{dual, dual6, only4, only6}) {
+				for _, a := range s.Addresses {
+					got[a.TargetRef.Name] = a.IP
+				}
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("addresses = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -1,13 +1,15 @@
 // Package endpointslice keeps, for every Service with a selector, the
 // EndpointSlices listing its pods (ready, serving and terminating conditions,
 // resolved named ports, hostnames for subdomains), as upstream's
-// endpointslice controller does. Slices carry the kubernetes.io/service-name
+// endpointslice controller does: one set of slices per IP family of the
+// Service, each listing the pods' addresses of that family. Slices carry the kubernetes.io/service-name
 // label and are owned by their Service.
 package endpointslice
 
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sort"
 	"time"
 
@@ -119,37 +121,62 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	desired := desiredSlices(svc, pods, c.zones())
-	sort.Slice(existing, func(i, j int) bool { return existing[i].Name < existing[j].Name })
-	for i, want := range desired {
-		want.ObjectMeta = sliceMeta(svc)
-		if i < len(existing) {
-			if err := c.update(ctx, existing[i], &want); err != nil {
+	for i := range desired {
+		desired[i].ObjectMeta = sliceMeta(svc)
+	}
+	reuse, stale := matchSlices(existing, desired)
+	for i := range desired {
+		if reuse[i] != nil {
+			if err := c.update(ctx, reuse[i], &desired[i]); err != nil {
 				return err
 			}
 			continue
 		}
-		created, err := c.client.DiscoveryV1().EndpointSlices(ns).Create(ctx, &want, metav1.CreateOptions{})
+		created, err := c.client.DiscoveryV1().EndpointSlices(ns).Create(ctx, &desired[i], metav1.CreateOptions{})
 		if err != nil {
 			return err
 		}
 		c.pending.created(key, created.Name)
 	}
-	if len(existing) > len(desired) {
-		for _, s := range existing[len(desired):] {
-			c.pending.deleted(key, s.Name)
-		}
-		return c.deleteSlices(ctx, existing[len(desired):])
+	for _, s := range stale {
+		c.pending.deleted(key, s.Name)
 	}
-	return nil
+	return c.deleteSlices(ctx, stale)
+}
+
+// matchSlices pairs each desired slice with an existing one of the same
+// address type to update (reuse[i] is nil when desired[i] must be
+// created), since a slice's address type cannot change; stale are the
+// existing slices left over, to delete. Slices are taken in name order so
+// that the same slices keep the same contents.
+func matchSlices(existing []*discoveryv1.EndpointSlice, desired []discoveryv1.EndpointSlice) (reuse, stale []*discoveryv1.EndpointSlice) {
+	sorted := slices.Clone(existing)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	byType := map[discoveryv1.AddressType][]*discoveryv1.EndpointSlice{}
+	for _, s := range sorted {
+		byType[s.AddressType] = append(byType[s.AddressType], s)
+	}
+	reuse = make([]*discoveryv1.EndpointSlice, len(desired))
+	for i, want := range desired {
+		if have := byType[want.AddressType]; len(have) > 0 {
+			reuse[i], byType[want.AddressType] = have[0], have[1:]
+		}
+	}
+	for _, s := range sorted {
+		if !slices.Contains(reuse, s) {
+			stale = append(stale, s)
+		}
+	}
+	return reuse, stale
 }
 
 func (c *Controller) update(ctx context.Context, current, want *discoveryv1.EndpointSlice) error {
 	if apiequality.Semantic.DeepEqual(current.Endpoints, want.Endpoints) && apiequality.Semantic.DeepEqual(current.Ports, want.Ports) &&
-		apiequality.Semantic.DeepEqual(current.Labels, want.Labels) && current.AddressType == want.AddressType {
+		apiequality.Semantic.DeepEqual(current.Labels, want.Labels) {
 		return nil
 	}
 	updated := current.DeepCopy()
-	updated.Endpoints, updated.Ports, updated.Labels, updated.AddressType = want.Endpoints, want.Ports, want.Labels, want.AddressType
+	updated.Endpoints, updated.Ports, updated.Labels = want.Endpoints, want.Ports, want.Labels
 	_, err := c.client.DiscoveryV1().EndpointSlices(current.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
 	return err
 }

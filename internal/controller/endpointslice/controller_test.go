@@ -1,7 +1,9 @@
 package endpointslice_test
 
 import (
+	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -9,10 +11,14 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
+	"orch/internal/controller"
 	"orch/internal/controller/controllertest"
 	"orch/internal/controller/endpointslice"
+	"orch/internal/envtest"
 )
 
 func waitSlices(t *testing.T, client kubernetes.Interface, ns, svc string, what string, cond func([]discoveryv1.EndpointSlice) bool) []discoveryv1.EndpointSlice {
@@ -116,4 +122,70 @@ func TestEndpointSlicesFollowPods(t *testing.T) {
 	waitSlices(t, client, "ep", "web", "111 endpoints in two slices", func(s []discoveryv1.EndpointSlice) bool {
 		return len(s) == 2 && len(s[0].Endpoints)+len(s[1].Endpoints) == 111
 	})
+}
+
+// TestDualStackServiceSlices runs the controller against an apiserver with
+// IPv4 and IPv6 service CIDRs: a dual-stack service gets a slice per
+// family, each with the pods' addresses of that family, and loses the
+// IPv6 one when it goes back to single stack.
+func TestDualStackServiceSlices(t *testing.T) {
+	srv := envtest.StartWith(t, envtest.Options{ServiceCIDRs: []string{"10.43.0.0/16", "fd00:43::/112"}})
+	client := kubernetes.NewForConfigOrDie(srv.Config)
+	if _, err := client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ep"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	c := endpointslice.New(controller.Context{Client: client, Config: srv.Config, Informers: factory, Log: envtest.Logger()}.WithDefaults())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	factory.Start(ctx.Done())
+	go func() { done <- c.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
+
+	app := map[string]string{"app": "web"}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ep"}, Spec: corev1.ServiceSpec{
+		Selector: app, Ports: []corev1.ServicePort{{Port: 80}}, IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicyPreferDualStack)}}
+	svc, err := client.CoreV1().Services("ep").Create(t.Context(), svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runningPod(t, client, "dual", "10.42.0.5", true, app)
+	addPodIP(t, client, "dual", "fd00:42::5")
+	runningPod(t, client, "only4", "10.42.0.6", true, app)
+	addresses := func(s []discoveryv1.EndpointSlice) map[discoveryv1.AddressType][]string {
+		out := map[discoveryv1.AddressType][]string{}
+		for _, slice := range s {
+			for _, ep := range slice.Endpoints {
+				out[slice.AddressType] = append(out[slice.AddressType], ep.Addresses...)
+			}
+		}
+		return out
+	}
+	waitSlices(t, client, "ep", "web", "an IPv4 and an IPv6 slice", func(s []discoveryv1.EndpointSlice) bool {
+		return len(s) == 2 && reflect.DeepEqual(addresses(s), map[discoveryv1.AddressType][]string{
+			discoveryv1.AddressTypeIPv4: {"10.42.0.5", "10.42.0.6"}, discoveryv1.AddressTypeIPv6: {"fd00:42::5"}})
+	})
+
+	svc.Spec.IPFamilyPolicy = ptr.To(corev1.IPFamilyPolicySingleStack)
+	svc.Spec.IPFamilies, svc.Spec.ClusterIPs = svc.Spec.IPFamilies[:1], svc.Spec.ClusterIPs[:1]
+	if _, err := client.CoreV1().Services("ep").Update(t.Context(), svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSlices(t, client, "ep", "web", "the IPv4 slice alone", func(s []discoveryv1.EndpointSlice) bool {
+		return len(s) == 1 && reflect.DeepEqual(addresses(s), map[discoveryv1.AddressType][]string{
+			discoveryv1.AddressTypeIPv4: {"10.42.0.5", "10.42.0.6"}})
+	})
+}
+
+// addPodIP gives a running pod a second (other family) address.
+func addPodIP(t *testing.T, client kubernetes.Interface, name, ip string) {
+	t.Helper()
+	pod, err := client.CoreV1().Pods("ep").Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.PodIPs = append(pod.Status.PodIPs, corev1.PodIP{IP: ip})
+	if _, err := client.CoreV1().Pods("ep").UpdateStatus(t.Context(), pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }

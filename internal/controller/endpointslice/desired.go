@@ -2,6 +2,7 @@ package endpointslice
 
 import (
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 
@@ -22,24 +23,35 @@ type portSet struct {
 	ports []discoveryv1.EndpointPort
 }
 
-// desiredSlices computes the endpoints and ports of every slice a service
-// should have from its pods, grouped by port set and cut at
+// desiredSlices computes the slices a service should have: for each
+// address type it has (addressTypes), the endpoints and ports of its pods
+// that have an address of that family, grouped by port set and cut at
 // maxEndpointsPerSlice. zones maps node names to their zone label.
 func desiredSlices(svc *corev1.Service, pods []*corev1.Pod, zones map[string]string) []discoveryv1.EndpointSlice {
+	var out []discoveryv1.EndpointSlice
+	for _, addressType := range addressTypes(svc) {
+		out = append(out, slicesOf(svc, pods, zones, addressType)...)
+	}
+	return out
+}
+
+// slicesOf is desiredSlices for one address type.
+func slicesOf(svc *corev1.Service, pods []*corev1.Pod, zones map[string]string, addressType discoveryv1.AddressType) []discoveryv1.EndpointSlice {
 	groups := map[string]*discoveryv1.EndpointSlice{}
 	var order []string
 	for _, pod := range pods {
-		if !includePod(pod) {
-			continue
+		ip := podAddress(pod, addressType)
+		if ip == "" || !includePod(pod) {
+			continue // a pod without an address of this family is in no slice of it
 		}
 		ps := resolvePorts(svc, pod)
 		slice, ok := groups[ps.key]
 		if !ok {
-			slice = &discoveryv1.EndpointSlice{AddressType: discoveryv1.AddressTypeIPv4, Ports: ps.ports}
+			slice = &discoveryv1.EndpointSlice{AddressType: addressType, Ports: ps.ports}
 			groups[ps.key] = slice
 			order = append(order, ps.key)
 		}
-		slice.Endpoints = append(slice.Endpoints, endpointFor(svc, pod, zones))
+		slice.Endpoints = append(slice.Endpoints, endpointFor(svc, pod, ip, zones))
 	}
 	sort.Strings(order)
 	var out []discoveryv1.EndpointSlice
@@ -52,25 +64,72 @@ func desiredSlices(svc *corev1.Service, pods []*corev1.Pod, zones map[string]str
 		}
 	}
 	if len(out) == 0 {
-		// A service with no endpoints still has one empty slice, as upstream.
-		out = append(out, discoveryv1.EndpointSlice{AddressType: discoveryv1.AddressTypeIPv4, Ports: resolvePorts(svc, nil).ports, Endpoints: []discoveryv1.Endpoint{}})
+		// A service with no endpoints still has one empty slice per
+		// address type, as upstream.
+		out = append(out, discoveryv1.EndpointSlice{AddressType: addressType, Ports: resolvePorts(svc, nil).ports, Endpoints: []discoveryv1.Endpoint{}})
 	}
 	return out
 }
 
-// includePod is true for pods that have an address and have not finished.
-func includePod(pod *corev1.Pod) bool {
-	if pod.Status.PodIP == "" || strings.Contains(pod.Status.PodIP, ":") {
-		return false
+// addressTypes are the address types of a service's slices, as upstream:
+// one per entry of spec.ipFamilies, in its order. A service written
+// without families (by an older apiserver) gets its cluster IP's family,
+// or both when it is headless, so that its endpoints stay until the
+// apiserver fills them in.
+func addressTypes(svc *corev1.Service) []discoveryv1.AddressType {
+	var types []discoveryv1.AddressType
+	for _, family := range svc.Spec.IPFamilies {
+		switch family {
+		case corev1.IPv4Protocol:
+			types = append(types, discoveryv1.AddressTypeIPv4)
+		case corev1.IPv6Protocol:
+			types = append(types, discoveryv1.AddressTypeIPv6)
+		}
 	}
+	switch {
+	case len(types) > 0:
+		return types
+	case svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone:
+		return []discoveryv1.AddressType{addressTypeOf(svc.Spec.ClusterIP)}
+	}
+	return []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6}
+}
+
+// podAddress is the pod's address of addressType's family ("" if it has
+// none), from status.podIPs (status.podIP for a pod that lists none).
+func podAddress(pod *corev1.Pod, addressType discoveryv1.AddressType) string {
+	ips := []string{pod.Status.PodIP}
+	if len(pod.Status.PodIPs) > 0 {
+		ips = ips[:0]
+		for _, ip := range pod.Status.PodIPs {
+			ips = append(ips, ip.IP)
+		}
+	}
+	for _, ip := range ips {
+		if addr, err := netip.ParseAddr(ip); err == nil && addressTypeOf(ip) == addressType {
+			return addr.Unmap().String()
+		}
+	}
+	return ""
+}
+
+func addressTypeOf(ip string) discoveryv1.AddressType {
+	if addr, err := netip.ParseAddr(ip); err == nil && addr.Is6() && !addr.Is4In6() {
+		return discoveryv1.AddressTypeIPv6
+	}
+	return discoveryv1.AddressTypeIPv4
+}
+
+// includePod is true for pods that have not finished.
+func includePod(pod *corev1.Pod) bool {
 	return pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
-func endpointFor(svc *corev1.Service, pod *corev1.Pod, zones map[string]string) discoveryv1.Endpoint {
+func endpointFor(svc *corev1.Service, pod *corev1.Pod, ip string, zones map[string]string) discoveryv1.Endpoint {
 	ready := controller.PodReady(pod)
 	terminating := pod.DeletionTimestamp != nil
 	ep := discoveryv1.Endpoint{
-		Addresses: []string{pod.Status.PodIP},
+		Addresses: []string{ip},
 		Conditions: discoveryv1.EndpointConditions{
 			Ready:       ptr.To((ready && !terminating) || svc.Spec.PublishNotReadyAddresses),
 			Serving:     ptr.To(ready || svc.Spec.PublishNotReadyAddresses),

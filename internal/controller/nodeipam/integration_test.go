@@ -3,6 +3,7 @@ package nodeipam_test
 import (
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,10 +15,13 @@ import (
 	"orch/internal/envtest"
 )
 
+// TestNodesGetDistinctCIDRs runs a dual-stack cluster: each node gets an
+// IPv4 /24 and an IPv6 /64, the IPv4 one first as in --cluster-cidr.
 func TestNodesGetDistinctCIDRs(t *testing.T) {
 	env := controllertest.New(t)
-	_, cidr, _ := net.ParseCIDR("10.42.0.0/16")
-	c, err := nodeipam.New(env.Context, cidr, 24)
+	_, v4, _ := net.ParseCIDR("10.42.0.0/16")
+	_, v6, _ := net.ParseCIDR("fd00:42::/56")
+	c, err := nodeipam.New(env.Context, nodeipam.Ranges([]*net.IPNet{v4, v6}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,8 +42,8 @@ func TestNodesGetDistinctCIDRs(t *testing.T) {
 					t.Fatalf("%s and %s both got %s", other, n.Name, n.Spec.PodCIDR)
 				}
 				seen[n.Spec.PodCIDR] = n.Name
-				if len(n.Spec.PodCIDRs) != 1 || n.Spec.PodCIDRs[0] != n.Spec.PodCIDR {
-					t.Fatalf("%s: podCIDRs %v", n.Name, n.Spec.PodCIDRs)
+				if len(n.Spec.PodCIDRs) != 2 || n.Spec.PodCIDRs[0] != n.Spec.PodCIDR || !v6.Contains(net.ParseIP(strings.Split(n.Spec.PodCIDRs[1], "/")[0])) {
+					t.Fatalf("%s: podCIDRs %v, want %s and a /64 of %s", n.Name, n.Spec.PodCIDRs, n.Spec.PodCIDR, v6)
 				}
 			}
 		}
@@ -71,7 +75,7 @@ func TestNodesGetDistinctCIDRs(t *testing.T) {
 		n, err := nodes.Get(ctx, "late", metav1.GetOptions{})
 		return err == nil && n.Spec.PodCIDR != ""
 	})
-	if n, _ := nodes.Get(ctx, "late", metav1.GetOptions{}); n.Spec.PodCIDR != "10.42.2.0/24" {
-		t.Fatalf("the new node got %s, want the freed 10.42.2.0/24", n.Spec.PodCIDR)
+	if n, _ := nodes.Get(ctx, "late", metav1.GetOptions{}); n.Spec.PodCIDR != "10.42.2.0/24" || len(n.Spec.PodCIDRs) != 2 || n.Spec.PodCIDRs[1] != "fd00:42:0:2::/64" {
+		t.Fatalf("the new node got %v, want the freed 10.42.2.0/24 and fd00:42:0:2::/64", n.Spec.PodCIDRs)
 	}
 }

@@ -1,12 +1,16 @@
 // Package nodeipam gives every Node a pod network (spec.podCIDR and
-// spec.podCIDRs) from the cluster CIDR, a /24 each by default, as upstream's
-// range allocator does. A CIDR is free again once its node is gone: the
+// spec.podCIDRs) from each cluster CIDR, as upstream's range allocator
+// does: a /24 of the IPv4 one and a /64 of the IPv6 one by default, in the
+// order of --cluster-cidr (dual stack: two podCIDRs, the first the
+// primary). As upstream, a node that has its CIDRs keeps them: a cluster
+// made dual-stack later gives the second family to new nodes only. A CIDR is free again once its node is gone: the
 // allocation is recomputed from the nodes that exist, so it survives restarts
 // and needs no state of its own.
 package nodeipam
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -35,22 +39,54 @@ type Controller struct {
 	queue    workqueue.TypedRateLimitingInterface[string]
 	recorder record.EventRecorder
 	log      *slog.Logger
-	cidr     *net.IPNet
-	maskSize int
+	ranges   []Range
 }
 
-// New returns the controller for clusterCIDR, handing out /maskSize networks.
-func New(ctx controller.Context, clusterCIDR *net.IPNet, maskSize int) (*Controller, error) {
-	ones, bits := clusterCIDR.Mask.Size()
-	if maskSize < ones || maskSize > bits {
-		return nil, fmt.Errorf("node CIDR size /%d does not fit in the cluster CIDR %s", maskSize, clusterCIDR)
+// Range is one cluster CIDR and the size of the networks a node gets.
+type Range struct {
+	CIDR     *net.IPNet
+	MaskSize int
+}
+
+// Default node CIDR sizes, as upstream's --node-cidr-mask-size-ipv4/-ipv6.
+const (
+	DefaultMaskSizeIPv4 = 24
+	DefaultMaskSizeIPv6 = 64
+)
+
+// Ranges pairs each cluster CIDR with its family's default node CIDR size.
+func Ranges(clusterCIDRs []*net.IPNet) []Range {
+	out := make([]Range, len(clusterCIDRs))
+	for i, c := range clusterCIDRs {
+		out[i] = Range{CIDR: c, MaskSize: DefaultMaskSizeIPv4}
+		if c.IP.To4() == nil {
+			out[i].MaskSize = DefaultMaskSizeIPv6
+		}
+	}
+	return out
+}
+
+// New returns the controller handing out a network of each range.
+func New(ctx controller.Context, ranges []Range) (*Controller, error) {
+	if len(ranges) == 0 {
+		return nil, fmt.Errorf("node IPAM needs a cluster CIDR")
+	}
+	for _, r := range ranges {
+		ones, bits := r.CIDR.Mask.Size()
+		if r.MaskSize < ones || r.MaskSize > bits {
+			return nil, fmt.Errorf("node CIDR size /%d does not fit in the cluster CIDR %s", r.MaskSize, r.CIDR)
+		}
+		if r.MaskSize-ones > 16 {
+			// As upstream: more than 2^16 node networks is a mistake.
+			return nil, fmt.Errorf("node CIDR size /%d is more than 16 bits longer than the cluster CIDR %s", r.MaskSize, r.CIDR)
+		}
 	}
 	informer := ctx.Informers.Core().V1().Nodes()
 	c := &Controller{
 		client: ctx.Client, nodes: informer.Lister(), synced: informer.Informer().HasSynced,
 		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
 		recorder: ctx.Recorder("node-ipam-controller"), log: ctx.Log.With("controller", "nodeipam"),
-		cidr: clusterCIDR, maskSize: maskSize,
+		ranges: ranges,
 	}
 	informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,
@@ -70,7 +106,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	return worker.Run(ctx, c.queue, worker.Errors(c.sync), worker.Options{Synced: []cache.InformerSynced{c.synced}, Log: c.log})
 }
 
-// sync gives node name the lowest free CIDR. One worker runs, so two nodes
+// sync gives node name the lowest free CIDR of each range. One worker runs, so two nodes
 // never get the same CIDR from this process; the informer catches up before
 // the next node because the patch's result is waited for.
 func (c *Controller) sync(ctx context.Context, name string) error {
@@ -94,17 +130,21 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 			used[n.Spec.PodCIDR] = true
 		}
 	}
-	cidr, err := NextFree(c.cidr, c.maskSize, used)
+	var cidrs []string
+	for _, r := range c.ranges {
+		cidr, err := NextFree(r.CIDR, r.MaskSize, used)
+		if err != nil {
+			c.recorder.Eventf(node, corev1.EventTypeWarning, "CIDRNotAvailable", "Node %s status is now: CIDRNotAvailable", name)
+			return err
+		}
+		cidrs = append(cidrs, cidr)
+	}
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"podCIDR": cidrs[0], "podCIDRs": cidrs}})
+	updated, err := c.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: "node-ipam-controller"})
 	if err != nil {
-		c.recorder.Eventf(node, corev1.EventTypeWarning, "CIDRNotAvailable", "Node %s status is now: CIDRNotAvailable", name)
 		return err
 	}
-	patch := fmt.Sprintf(`{"spec":{"podCIDR":%q,"podCIDRs":[%q]}}`, cidr, cidr)
-	updated, err := c.client.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "node-ipam-controller"})
-	if err != nil {
-		return err
-	}
-	c.log.Info("assigned a pod CIDR", "node", name, "cidr", cidr)
+	c.log.Info("assigned pod CIDRs", "node", name, "cidrs", cidrs)
 	waitSeen(ctx, c.nodes, updated.Name)
 	return nil
 }
@@ -139,8 +179,10 @@ func NextFree(cidr *net.IPNet, maskSize int, used map[string]bool) (string, erro
 func offsetNetwork(base net.IP, index, hostBits int) net.IP {
 	ip := make(net.IP, len(base))
 	copy(ip, base)
-	carry := uint64(index) << hostBits
-	for i := len(ip) - 1; i >= 0 && carry > 0; i-- {
+	// Whole bytes of host bits first: an IPv6 /64 has 64 of them, more
+	// than a uint64 shift can take.
+	carry := uint64(index) << (hostBits % 8)
+	for i := len(ip) - 1 - hostBits/8; i >= 0 && carry > 0; i-- {
 		sum := uint64(ip[i]) + carry&0xff
 		ip[i] = byte(sum)
 		carry = carry>>8 + sum>>8

@@ -38,4 +38,8 @@ func TestNextFree(t *testing.T) {
 	if got := offsetNetwork(net.ParseIP("10.42.0.0").To4(), 300, 8).String(); got != "10.43.44.0" {
 		t.Errorf("offset 300 of /24s from 10.42.0.0 = %s, want 10.43.44.0", got)
 	}
+	_, v6, _ := net.ParseCIDR("fd00:42::/56")
+	if got, _ := NextFree(v6, 64, map[string]bool{"fd00:42::/64": true}); got != "fd00:42:0:1::/64" {
+		t.Errorf("IPv6 /56 after one used /64: %q", got)
+	}
 }

@@ -42,7 +42,7 @@ func TestWorkersWithRealContainerd(t *testing.T) {
 	const podCIDR = "10.244.9.0/24"
 	bridge := fmt.Sprintf("orchp%d", os.Getpid()%1000000)
 	cfg := containerdtest.Config(t, dir)
-	conf, err := network.BridgeConfList(podCIDR, network.BridgeOptions{NetworkName: "orch-test-" + bridge, Bridge: bridge,
+	conf, err := network.BridgeConfList([]string{podCIDR}, network.BridgeOptions{NetworkName: "orch-test-" + bridge, Bridge: bridge,
 		MTU: network.DefaultMTU(), IPAMDataDir: filepath.Join(dir, "ipam")})
 	if err != nil {
 		t.Fatal(err)

@@ -1,14 +1,14 @@
 // Package services is the registry entry for core/v1 services.
 //
 // Defaults follow upstream (type ClusterIP, session affinity None, TCP ports,
-// traffic policies, single-stack IPv4). Cluster IPs and node ports are
+// traffic policies); the IP family fields follow the cluster's service CIDRs
+// (InitIPFamilies, which the handler calls). Cluster IPs and node ports are
 // allocated by the handler, not here: this package only checks values that
 // are set, and on update carries forward the values a client left out and
 // drops those the new type no longer uses, as upstream does.
 package services
 
 import (
-	"net/netip"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,7 +34,7 @@ func Resource() registry.Resource {
 		NewList:          func() runtime.Object { return &corev1.ServiceList{} },
 		HasStatus:        true,
 		Default:          func(obj runtime.Object) { Default(obj.(*corev1.Service)) },
-		PrepareForCreate: func(obj runtime.Object) { obj.(*corev1.Service).Status = corev1.ServiceStatus{} },
+		PrepareForCreate: prepareForCreate,
 		PrepareForUpdate: func(obj, old runtime.Object) { prepareForUpdate(obj.(*corev1.Service), old.(*corev1.Service)) },
 		Validate:         func(obj runtime.Object) field.ErrorList { return validate(obj.(*corev1.Service)) },
 		ValidateUpdate: func(obj, old runtime.Object) field.ErrorList {
@@ -50,7 +50,16 @@ func Resource() registry.Resource {
 	}
 }
 
-// Default applies upstream's service defaults.
+// prepareForCreate drops the status and completes clusterIPs.
+func prepareForCreate(obj runtime.Object) {
+	svc := obj.(*corev1.Service)
+	svc.Status = corev1.ServiceStatus{}
+	normalizeClusterIPs(svc, nil)
+}
+
+// Default applies upstream's service defaults. The IP family fields are
+// not defaulted here: their defaults depend on the cluster's service CIDRs
+// and, on an update, on the stored service (see InitIPFamilies).
 func Default(svc *corev1.Service) {
 	spec := &svc.Spec
 	if spec.SessionAffinity == "" {
@@ -96,61 +105,40 @@ func Default(svc *corev1.Service) {
 			}
 		}
 	}
-	if spec.ClusterIP != "" && len(spec.ClusterIPs) == 0 {
-		spec.ClusterIPs = []string{spec.ClusterIP}
-	}
 	if spec.ClusterIP == "" && len(spec.ClusterIPs) > 0 {
 		spec.ClusterIP = spec.ClusterIPs[0]
 	}
-	defaultIPFamilies(spec)
 }
 
-// defaultIPFamilies fills ipFamilyPolicy and ipFamilies for a single-stack
-// IPv4 cluster. Headless services without a selector get both families, as
-// upstream gives them: they have no cluster IP, the families only say which
-// endpoint addresses DNS returns.
-func defaultIPFamilies(spec *corev1.ServiceSpec) {
-	if spec.Type == corev1.ServiceTypeExternalName {
-		return
-	}
-	if spec.ClusterIP == corev1.ClusterIPNone && len(spec.Selector) == 0 {
-		if spec.IPFamilyPolicy == nil {
-			p := corev1.IPFamilyPolicyRequireDualStack
-			spec.IPFamilyPolicy = &p
-		}
-		if len(spec.IPFamilies) == 0 {
-			spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol}
-		}
-		if len(spec.IPFamilies) == 1 && *spec.IPFamilyPolicy != corev1.IPFamilyPolicySingleStack {
-			other := corev1.IPv6Protocol
-			if spec.IPFamilies[0] == corev1.IPv6Protocol {
-				other = corev1.IPv4Protocol
-			}
-			spec.IPFamilies = append(spec.IPFamilies, other)
+// normalizeClusterIPs fills clusterIPs from clusterIP for clients that set
+// only the older field, as upstream: on a create, and on an update that
+// changed clusterIP alone (an update that left clusterIPs out keeps the
+// stored ones, the second too).
+func normalizeClusterIPs(svc, old *corev1.Service) {
+	spec := &svc.Spec
+	if old == nil {
+		if spec.ClusterIP != "" && len(spec.ClusterIPs) == 0 {
+			spec.ClusterIPs = []string{spec.ClusterIP}
 		}
 		return
 	}
-	if spec.IPFamilyPolicy == nil {
-		p := corev1.IPFamilyPolicySingleStack
-		spec.IPFamilyPolicy = &p
+	if len(spec.ClusterIPs) == 0 && spec.ClusterIP == old.Spec.ClusterIP {
+		spec.ClusterIPs = old.Spec.ClusterIPs
 	}
-	if len(spec.IPFamilies) == 0 {
-		spec.IPFamilies = []corev1.IPFamily{ipFamilyOf(spec.ClusterIP)}
+	if spec.ClusterIP != old.Spec.ClusterIP && slices.Equal(spec.ClusterIPs, old.Spec.ClusterIPs) {
+		if spec.ClusterIP == "" {
+			spec.ClusterIPs = nil
+		} else {
+			spec.ClusterIPs = []string{spec.ClusterIP}
+		}
 	}
-}
-
-// ipFamilyOf is IPv6 for an IPv6 address and IPv4 otherwise.
-func ipFamilyOf(ip string) corev1.IPFamily {
-	if addr, err := netip.ParseAddr(ip); err == nil && addr.Is6() && !addr.Is4In6() {
-		return corev1.IPv6Protocol
-	}
-	return corev1.IPv4Protocol
 }
 
 // prepareForUpdate keeps allocated values a client did not send (so that
 // `kubectl apply` and `replace` work) and drops values the new type does
 // not use when the client did not change them.
 func prepareForUpdate(svc, old *corev1.Service) {
+	normalizeClusterIPs(svc, old)
 	patchAllocatedValues(svc, old)
 	dropTypeDependentFields(svc, old)
 }

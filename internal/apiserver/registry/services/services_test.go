@@ -23,6 +23,9 @@ func newService(mutate func(*corev1.Service)) *corev1.Service {
 		mutate(svc)
 	}
 	Default(svc)
+	prepareForCreate(svc)
+	// What the handler adds on a single-stack IPv4 cluster.
+	InitIPFamilies(svc, nil, []corev1.IPFamily{corev1.IPv4Protocol})
 	return svc
 }
 
@@ -41,8 +44,14 @@ func TestDefault(t *testing.T) {
 	if s.ExternalTrafficPolicy != "" {
 		t.Errorf("externalTrafficPolicy = %q for ClusterIP", s.ExternalTrafficPolicy)
 	}
-	if *s.IPFamilyPolicy != corev1.IPFamilyPolicySingleStack || !reflect.DeepEqual(s.IPFamilies, []corev1.IPFamily{corev1.IPv4Protocol}) {
-		t.Errorf("ipFamilyPolicy %v ipFamilies %v", *s.IPFamilyPolicy, s.IPFamilies)
+	bare := &corev1.Service{Spec: corev1.ServiceSpec{ClusterIP: "10.43.0.9"}}
+	Default(bare)
+	if bare.Spec.IPFamilyPolicy != nil || bare.Spec.IPFamilies != nil {
+		t.Errorf("Default set IP family fields (they depend on the cluster): %v %v", bare.Spec.IPFamilyPolicy, bare.Spec.IPFamilies)
+	}
+	prepareForCreate(bare)
+	if !reflect.DeepEqual(bare.Spec.ClusterIPs, []string{"10.43.0.9"}) {
+		t.Errorf("clusterIPs after create = %v, want the clusterIP", bare.Spec.ClusterIPs)
 	}
 
 	lb := newService(func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeLoadBalancer }).Spec
@@ -53,11 +62,6 @@ func TestDefault(t *testing.T) {
 	affinity := newService(func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP }).Spec
 	if *affinity.SessionAffinityConfig.ClientIP.TimeoutSeconds != 10800 {
 		t.Errorf("affinity timeout = %d", *affinity.SessionAffinityConfig.ClientIP.TimeoutSeconds)
-	}
-
-	headless := newService(func(s *corev1.Service) { s.Spec.ClusterIP = "None"; s.Spec.Selector = nil }).Spec
-	if *headless.IPFamilyPolicy != corev1.IPFamilyPolicyRequireDualStack || len(headless.IPFamilies) != 2 || !reflect.DeepEqual(headless.ClusterIPs, []string{"None"}) {
-		t.Errorf("headless without selector: %v %v %v", *headless.IPFamilyPolicy, headless.IPFamilies, headless.ClusterIPs)
 	}
 
 	ext := newService(func(s *corev1.Service) {

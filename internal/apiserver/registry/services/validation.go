@@ -174,14 +174,8 @@ func validateClusterIPs(spec *corev1.ServiceSpec, specPath *field.Path) field.Er
 	if len(spec.IPFamilies) > 2 {
 		errs = append(errs, field.Invalid(specPath.Child("ipFamilies"), spec.IPFamilies, "may only hold up to 2 values"))
 	}
-	if p := spec.IPFamilyPolicy; p != nil && *p == corev1.IPFamilyPolicySingleStack {
-		if len(spec.ClusterIPs) > 1 {
-			errs = append(errs, field.Invalid(ipsPath, spec.ClusterIPs, "must have at most one value when `ipFamilyPolicy` is 'SingleStack'"))
-		}
-		if len(spec.IPFamilies) > 1 {
-			errs = append(errs, field.Invalid(specPath.Child("ipFamilies"), spec.IPFamilies, "must have at most one value when `ipFamilyPolicy` is 'SingleStack'"))
-		}
-	}
+	// How many values the policy allows is InitIPFamilies' to check (as
+	// upstream's allocator does), since it depends on the cluster.
 	for i, ip := range spec.ClusterIPs {
 		if ip == corev1.ClusterIPNone || i >= len(spec.IPFamilies) {
 			continue
@@ -297,27 +291,81 @@ func validateTrafficPolicies(svc *corev1.Service, specPath *field.Path) field.Er
 	return errs
 }
 
-// validateUpdate keeps the primary cluster IP and IP family fixed, unless the
-// service is or becomes an ExternalName service.
+// validateUpdate lets an update add or drop the second cluster IP and IP
+// family (dropping takes ipFamilyPolicy SingleStack) but not change the
+// others, unless the service is or becomes an ExternalName service; a
+// headless service may change its families.
 func validateUpdate(svc, old *corev1.Service) field.ErrorList {
 	if svc.Spec.Type == corev1.ServiceTypeExternalName || old.Spec.Type == corev1.ServiceTypeExternalName {
 		return nil
 	}
-	var errs field.ErrorList
-	specPath := field.NewPath("spec")
-	if len(old.Spec.ClusterIPs) > 0 && len(svc.Spec.ClusterIPs) > 0 && old.Spec.ClusterIPs[0] != svc.Spec.ClusterIPs[0] {
-		errs = append(errs, field.Invalid(specPath.Child("clusterIPs").Index(0), svc.Spec.ClusterIPs[0], "may not change once set"))
-	}
-	if len(old.Spec.ClusterIPs) > 1 && len(svc.Spec.ClusterIPs) > 1 && old.Spec.ClusterIPs[1] != svc.Spec.ClusterIPs[1] {
-		errs = append(errs, field.Invalid(specPath.Child("clusterIPs").Index(1), svc.Spec.ClusterIPs[1], "may not change once set"))
-	}
-	if len(old.Spec.IPFamilies) > 0 && len(svc.Spec.IPFamilies) > 0 && old.Spec.IPFamilies[0] != svc.Spec.IPFamilies[0] {
-		errs = append(errs, field.Invalid(specPath.Child("ipFamilies").Index(0), svc.Spec.IPFamilies[0], "may not change once set"))
-	}
-	if len(svc.Spec.ClusterIPs) < len(old.Spec.ClusterIPs) && (svc.Spec.IPFamilyPolicy == nil || *svc.Spec.IPFamilyPolicy != corev1.IPFamilyPolicySingleStack) {
-		errs = append(errs, field.Invalid(specPath.Child("ipFamilyPolicy"), svc.Spec.IPFamilyPolicy, "must be 'SingleStack' to release the secondary cluster IP"))
+	errs := validateClusterIPsUpdate(&svc.Spec, &old.Spec)
+	if isHeadless(&svc.Spec) == isHeadless(&old.Spec) && !isHeadless(&svc.Spec) {
+		errs = append(errs, validateIPFamiliesUpdate(&svc.Spec, &old.Spec)...)
 	}
 	return errs
+}
+
+func validateClusterIPsUpdate(spec, old *corev1.ServiceSpec) field.ErrorList {
+	if isHeadless(spec) && isHeadless(old) {
+		return nil
+	}
+	var errs field.ErrorList
+	ipsPath := field.NewPath("spec", "clusterIPs")
+	ips, oldIPs := spec.ClusterIPs, old.ClusterIPs
+	switch {
+	case len(ips) == len(oldIPs):
+		for i := range oldIPs {
+			if ips[i] != oldIPs[i] {
+				errs = append(errs, field.Invalid(ipsPath.Index(i), ips, "may not change once set"))
+			}
+		}
+	case len(ips) < len(oldIPs):
+		if len(ips) == 0 {
+			errs = append(errs, field.Invalid(ipsPath.Index(0), ips, "primary clusterIP can not be unset"))
+		} else if ips[0] != oldIPs[0] {
+			errs = append(errs, field.Invalid(ipsPath.Index(0), ips, "may not change once set"))
+		}
+		if len(ips) == 1 && !singleStack(spec) {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "ipFamilyPolicy"), spec.IPFamilyPolicy, "must be set to 'SingleStack' when releasing the secondary clusterIP"))
+		}
+	case len(oldIPs) > 0 && ips[0] != oldIPs[0]:
+		errs = append(errs, field.Invalid(ipsPath.Index(0), ips, "may not change once set"))
+	}
+	return errs
+}
+
+func validateIPFamiliesUpdate(spec, old *corev1.ServiceSpec) field.ErrorList {
+	var errs field.ErrorList
+	familiesPath := field.NewPath("spec", "ipFamilies")
+	families, oldFamilies := spec.IPFamilies, old.IPFamilies
+	switch {
+	case len(families) == len(oldFamilies):
+		if !slices.Equal(families, oldFamilies) {
+			errs = append(errs, field.Invalid(familiesPath.Index(0), families, "may not change once set"))
+		}
+	case len(families) < len(oldFamilies):
+		if len(spec.ClusterIPs) == 0 {
+			errs = append(errs, field.Invalid(familiesPath.Index(0), families, "primary ipFamily can not be unset"))
+		}
+		if len(families) > 0 && families[0] != oldFamilies[0] {
+			errs = append(errs, field.Invalid(familiesPath.Index(0), families, "may not change once set"))
+		}
+		if len(families) == 1 && !singleStack(spec) {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "ipFamilyPolicy"), spec.IPFamilyPolicy, "must be set to 'SingleStack' when releasing the secondary ipFamily"))
+		}
+	case len(oldFamilies) > 0 && families[0] != oldFamilies[0]:
+		errs = append(errs, field.Invalid(familiesPath.Index(0), families, "may not change once set"))
+	}
+	return errs
+}
+
+func isHeadless(spec *corev1.ServiceSpec) bool {
+	return len(spec.ClusterIPs) == 1 && spec.ClusterIPs[0] == corev1.ClusterIPNone
+}
+
+func singleStack(spec *corev1.ServiceSpec) bool {
+	return spec.IPFamilyPolicy != nil && *spec.IPFamilyPolicy == corev1.IPFamilyPolicySingleStack
 }
 
 func contains(list []string, s string) bool { return slices.Contains(list, s) }
