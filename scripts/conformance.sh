@@ -3,7 +3,8 @@
 # the version of k8s.io/api in go.mod) against a fresh two-node orch cluster
 # on this machine, then write docs/conformance.md and print the summary.
 #
-#   [FOCUS=regexp] [LABELS='Conformance'] [PROCS=2] [NODE_ARGS='--proxy-mode nftables'] scripts/conformance.sh
+#   [FOCUS=regexp] [LABELS='Conformance'] [PROCS=2] [NODE_ARGS='--proxy-mode nftables']
+#   [SERVER_ARGS='--disable ingress'] [DUAL_STACK=1] scripts/conformance.sh
 #
 # Runs as root. Steps:
 #  1. Once, cached in CONFORMANCE_CACHE/<version> (default
@@ -31,6 +32,15 @@ LABELS=${LABELS:-Conformance}
 FOCUS=${FOCUS:-}
 # NODE_ARGS are more flags for both nodes' agents (e.g. --proxy-mode nftables).
 NODE_ARGS=${NODE_ARGS:-}
+# SERVER_ARGS are more flags for the server only.
+SERVER_ARGS=${SERVER_ARGS:-}
+# DUAL_STACK=1: a dual-stack cluster (IPv4 and IPv6 cluster and service
+# CIDRs), the nodes with an IPv6 address (NET6::N) next to their IPv4 one.
+DUAL_STACK=${DUAL_STACK:-}
+NET6=fd00:198
+if [ -n "$DUAL_STACK" ]; then
+	SERVER_ARGS="$SERVER_ARGS --cluster-cidr 10.42.0.0/16,fd00:42::/56 --service-cidr 10.43.0.0/16,fd00:43::/112"
+fi
 NET=10.198.0
 BRIDGE=orchconf0
 
@@ -140,10 +150,16 @@ start_node() { # start_node NAME IP ARGS...
 	ip -n orch-conf-$n link set eth0 up
 	ip -n orch-conf-$n link set lo up
 	ip -n orch-conf-$n route add default via $NET.1
+	local node_ip=$ip
+	if [ -n "$DUAL_STACK" ]; then
+		node_ip="$ip,$NET6::${ip##*.}"
+		ip -n orch-conf-$n addr add "$NET6::${ip##*.}/64" dev eth0 nodad
+		ip -n orch-conf-$n route add default via $NET6::1
+	fi
 	mkdir -p "$RUN/$n/agent/images"
 	cp "$IMAGES"/*.tar "$RUN/$n/agent/images/"
 	nsenter --net=/run/netns/orch-conf-$n "$ORCH" "$@" --data-dir "$RUN/$n" --node-name "conf-$n" \
-		--node-ip "$ip" --resolv-conf "$RUN/resolv.conf" --private-registry "$RUN/registries.yaml" >"$RUN/$n.log" 2>&1 &
+		--node-ip "$node_ip" --resolv-conf "$RUN/resolv.conf" --private-registry "$RUN/registries.yaml" >"$RUN/$n.log" 2>&1 &
 	echo $! >"$RUN/$n.pid"
 }
 
@@ -154,6 +170,7 @@ mkdir -p "$RUN"
 trap teardown EXIT
 ip link add $BRIDGE type bridge
 ip addr add $NET.1/24 dev $BRIDGE
+[ -z "$DUAL_STACK" ] || ip addr add $NET6::1/64 dev $BRIDGE nodad
 ip link set $BRIDGE up
 # The nodes' upstream resolver is the host's bridge address, where nothing
 # listens: names outside the cluster fail at once instead of timing out.
@@ -173,7 +190,7 @@ KUBECTL=$RUN/kubectl
 printf '#!/bin/sh\nexec %s kubectl "$@"\n' "$ORCH" >"$KUBECTL"
 chmod +x "$KUBECTL"
 say "starting orch server (conf-server, $NET.11) and orch agent (conf-agent, $NET.12)"
-start_node server $NET.11 server --advertise-address $NET.11 --write-kubeconfig "$KC" $NODE_ARGS
+start_node server $NET.11 server --advertise-address $NET.11 --write-kubeconfig "$KC" $NODE_ARGS $SERVER_ARGS
 for _ in $(seq 120); do [ -s "$RUN/server/server/token" ] && [ -s "$KC" ] && break; sleep 1; done
 [ -s "$KC" ] || die "the server did not start: $RUN/server.log"
 "$KUBECTL" --kubeconfig "$KC" config set-cluster default --server "https://$NET.11:6443" >/dev/null

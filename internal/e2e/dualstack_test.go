@@ -19,8 +19,9 @@ import (
 // every pod an address of each; a pod reaches another pod over IPv6 on its
 // node and across nodes (VXLAN over the nodes' IPv4 addresses), and a
 // dual-stack Service over its IPv6 cluster IP; the cluster DNS answers
-// the Service's AAAA record. A Service that asks for nothing stays
-// single-stack IPv4, as upstream.
+// the Service's AAAA record; a NetworkPolicy isolates a pod in both
+// families. A Service that asks for nothing stays single-stack IPv4, as
+// upstream.
 func TestDualStack(t *testing.T) {
 	c := startNetClusterWith(t, netClusterOptions{backend: network.BackendVXLAN, proxyMode: "iptables", subnet: 90,
 		serverArgs: []string{"--cluster-cidr", "10.42.0.0/16,fd00:42::/56", "--service-cidr", "10.43.0.0/16,fd00:43::/112"}})
@@ -134,6 +135,30 @@ spec:
 				}
 				return ""
 			})
+		})
+	})
+	t.Run("a NetworkPolicy isolates in both families", func(t *testing.T) {
+		v4 := waitPodIn(t, c, "default", "web-"+b).Status.PodIP
+		c.s.KubectlIn(t, `apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: deny-web}
+spec: {podSelector: {matchLabels: {app: web}}, policyTypes: [Ingress]}
+`, "apply", "-f", "-")
+		eventually(t, 30*time.Second, func() string {
+			if got := wget(ipv6["web-"+b]); got == "web-"+b {
+				return "web-" + b + " still answers over IPv6 under a default deny"
+			}
+			if got := wget(v4); got == "web-"+b {
+				return "web-" + b + " still answers over IPv4 under a default deny"
+			}
+			return ""
+		})
+		c.s.Kubectl(t, "delete", "networkpolicy", "deny-web")
+		eventually(t, 30*time.Second, func() string {
+			if got := wget(ipv6["web-"+b]); got != "web-"+b {
+				return fmt.Sprintf("after the policy's deletion, [%s]:8080 answered %q", ipv6["web-"+b], got)
+			}
+			return ""
 		})
 	})
 	t.Run("a Service that asks for nothing is IPv4 only", func(t *testing.T) {

@@ -23,8 +23,7 @@ type Driver struct {
 
 var _ Writer = (*Driver)(nil)
 
-// NewDriver is NewFamilyDriver for IPv4 (the network policy enforcer's
-// only family).
+// NewDriver is NewFamilyDriver for IPv4.
 func NewDriver(who string, jumps []Jump, first bool) (*Driver, error) {
 	return NewFamilyDriver(IPv4, who, jumps, first)
 }

@@ -1,7 +1,7 @@
 // Package netpol enforces NetworkPolicies (networking.k8s.io/v1) on one
-// node with iptables rules of its own in the filter table, written through
-// iptsync (the Service proxy's partial-sync machinery) and laid out in the
-// style of kube-proxy's chains.
+// node with iptables (and, for IPv6, ip6tables) rules of its own in the
+// filter table, written through iptsync (the Service proxy's partial-sync
+// machinery) and laid out in the style of kube-proxy's chains.
 //
 // FORWARD and INPUT jump first to KUBE-NP-FORWARD and KUBE-NP-INPUT. Those
 // let the packets of established connections pass (so replies of allowed
@@ -34,19 +34,42 @@
 // NetworkPolicies, Pods and Namespaces with client-go informers and syncs
 // on every change, and every Resync to check its jumps.
 //
-// IPv4 only: the IPv6 addresses of pods and IPv6 ipBlocks are left out.
+// Dual stack: the enforcer programs each IP family of
+// Config.ClusterCIDRs (IPv4 alone when it is empty) with a rule set of its
+// own, built from that family's pod addresses and ipBlocks (exceptions
+// included) and written through iptsync with one Syncer per family:
+// IPv4 with iptables-restore, IPv6 with ip6tables-restore. The chains have
+// the same names and the same marks in both (the kernel keeps the
+// families' tables apart); an IPv6 pod address is a /128, and the IPv6
+// pod chains reject with icmp6-port-unreachable where the IPv4 ones use
+// icmp-port-unreachable. So a pod with two addresses is isolated in both
+// families by the same policies; a pod with an address of one family only
+// is isolated (and a peer) in that family only; an ipBlock, and its
+// exceptions, allow only in their own family, and a rule whose peers are
+// all of the other family allows nothing in this one. The IPv6
+// KUBE-NP-FORWARD and KUBE-NP-INPUT also let neighbor solicitations and
+// advertisements pass before any pod's chain: neighbor discovery is
+// IPv6's ARP, untracked by conntrack and sent from a pod's own address,
+// and without it an isolated pod could reach nothing over IPv6. When
+// ip6tables is missing on a dual-stack node, New fails rather than leave
+// the pods open over IPv6. A family whose sync fails does not hold back
+// the other's; Ready waits for both.
+//
 // No ipsets: a peer is a rule per pod address.
 //
-// Example, in the agent:
+// Example, in the agent (clusterCIDRs from --cluster-cidr, e.g.
+// "10.42.0.0/16", "fd00:42::/56"):
 //
-//	e, err := netpol.New(netpol.Config{NodeName: "node-1"}, client, log)
+//	e, err := netpol.New(netpol.Config{NodeName: "node-1", ClusterCIDRs: clusterCIDRs}, client, log)
 //	if err != nil {
-//		return err // iptables is missing
+//		return err // iptables (or, for IPv6, ip6tables) is missing
 //	}
 //	go e.Start(ctx)
 //	<-e.Ready() // the policies are enforced on this node
 //
-// and to remove every rule it wrote (uninstall, --disable-network-policy):
+// and to remove every rule it wrote in both families (uninstall,
+// --disable-network-policy; a host without ip6tables has no IPv6 rules to
+// remove, which is not an error):
 //
 //	err := netpol.Cleanup(log)
 package netpol

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os/exec"
 	"slices"
 	"sync"
 	"time"
@@ -29,6 +30,10 @@ const (
 // Config configures an Enforcer.
 type Config struct {
 	NodeName string // whose pods it isolates
+	// ClusterCIDRs are the pods' CIDRs, at most one per IP family (dual
+	// stack: "10.42.0.0/16", "fd00:42::/56"): the enforcer isolates pods
+	// in each of their families. None: IPv4 only.
+	ClusterCIDRs []string
 	// Resync is how often the rules and the jumps to them are checked
 	// without a change (a missing jump makes that sync a full one).
 	Resync time.Duration
@@ -45,30 +50,45 @@ var jumps = []iptsync.Jump{
 	{Table: "filter", From: "INPUT", To: chainInput, Comment: "kubernetes network policy"},
 }
 
+// who leads the errors of the iptables drivers.
+const who = "network policy"
+
 // Enforcer keeps one node's network policy rules in step with the
 // NetworkPolicies, Pods and Namespaces of the cluster.
 type Enforcer struct {
-	cfg    Config
-	client kubernetes.Interface
-	log    *slog.Logger
-	s      iptsync.Syncer
+	cfg      Config
+	client   kubernetes.Interface
+	log      *slog.Logger
+	families []*familySync // in the order of Config.ClusterCIDRs
 
 	ready     chan struct{}
 	readyOnce sync.Once
 }
 
-// New checks cfg and makes an Enforcer. It fails when iptables is missing.
-func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Enforcer, error) {
-	d, err := iptsync.NewDriver("network policy", jumps, true)
-	if err != nil {
-		return nil, err
-	}
-	return newEnforcer(cfg, client, log, d)
+// familySync writes the rules of one IP family.
+type familySync struct {
+	family iptsync.Family
+	s      iptsync.Syncer
 }
 
-func newEnforcer(cfg Config, client kubernetes.Interface, log *slog.Logger, w iptsync.Writer) (*Enforcer, error) {
+// New checks cfg and makes an Enforcer. It fails when iptables, or for an
+// IPv6 cluster family ip6tables, is missing: a family left unenforced
+// would leave its pods open.
+func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Enforcer, error) {
+	return newEnforcer(cfg, client, log, func(f iptsync.Family) (iptsync.Writer, error) {
+		return iptsync.NewFamilyDriver(f, who, jumps, true)
+	})
+}
+
+// newEnforcer makes an Enforcer that writes each family's rules through
+// the Writer writer gives for it.
+func newEnforcer(cfg Config, client kubernetes.Interface, log *slog.Logger, writer func(iptsync.Family) (iptsync.Writer, error)) (*Enforcer, error) {
 	if cfg.NodeName == "" {
 		return nil, errors.New("network policy: Config.NodeName is required (the name of this node, to find its pods)")
+	}
+	fams, err := familiesOf(cfg.ClusterCIDRs)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Resync <= 0 {
 		cfg.Resync = DefaultResync
@@ -79,11 +99,15 @@ func newEnforcer(cfg Config, client kubernetes.Interface, log *slog.Logger, w ip
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Enforcer{
-		cfg: cfg, client: client, log: log.With("component", "network policy"),
-		s:     iptsync.Syncer{W: w, FullSyncPeriod: cfg.FullSyncPeriod},
-		ready: make(chan struct{}),
-	}, nil
+	e := &Enforcer{cfg: cfg, client: client, log: log.With("component", "network policy"), ready: make(chan struct{})}
+	for _, f := range fams {
+		w, err := writer(f)
+		if err != nil {
+			return nil, err
+		}
+		e.families = append(e.families, &familySync{family: f, s: iptsync.Syncer{W: w, FullSyncPeriod: cfg.FullSyncPeriod}})
+	}
+	return e, nil
 }
 
 // Ready is closed after the first successful sync: the policies of the
@@ -147,26 +171,50 @@ func (e *Enforcer) Start(ctx context.Context) error {
 		if err != nil {
 			return worker.Result{}, fmt.Errorf("network policy: %w", err)
 		}
-		e.s.JumpsDue = true // the next sync, even a periodic one, checks them
+		for _, fs := range e.families {
+			fs.s.JumpsDue = true // the next sync, even a periodic one, checks them
+		}
 		return worker.Result{After: e.cfg.Resync}, nil
 	}, worker.Options{Log: e.log, Synced: []cache.InformerSynced{
 		policies.Informer().HasSynced, pods.Informer().HasSynced, namespaces.Informer().HasSynced}})
 }
 
-// sync writes the rules of in.
+// sync writes the rules of in in every family of the cluster. A family
+// that fails does not hold back the others' changes; the retry syncs all.
 func (e *Enforcer) sync(in Input) error {
+	var errs []error
+	for _, fs := range e.families {
+		in.Family = fs.family
+		if err := e.syncFamily(fs, in); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", fs.family, err))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	e.readyOnce.Do(func() { close(e.ready) })
+	return nil
+}
+
+// syncFamily writes the rules of in, whose Family is fs's.
+func (e *Enforcer) syncFamily(fs *familySync, in Input) error {
 	start := time.Now()
 	rs := Build(in)
-	text, full, err := e.s.Sync(start, []iptsync.Table{{Name: "filter", Chains: rs.Chains, Stale: isObjectChain}})
+	text, full, err := fs.s.Sync(start, tables(rs))
 	if err != nil {
 		return err
 	}
 	if len(text.Data) > 0 || full {
-		e.log.Info("synced network policy rules", "full", full, "isolatedPods", rs.Pods, "policyChains", rs.Policies,
+		e.log.Info("synced network policy rules", "family", fs.family, "full", full, "isolatedPods", rs.Pods, "policyChains", rs.Policies,
 			"rules", text.Rules, "chainsWritten", text.Changed, "chainsDeleted", len(text.Deleted), "duration", time.Since(start))
 	}
-	e.readyOnce.Do(func() { close(e.ready) })
 	return nil
+}
+
+// tables are the tables of rs for iptsync: the per-pod and per-policy
+// chains that are no longer wanted go.
+func tables(rs *Ruleset) []iptsync.Table {
+	return []iptsync.Table{{Name: "filter", Chains: rs.Chains, Stale: isObjectChain}}
 }
 
 // samePod reports whether two versions of a pod give the same rules.
@@ -176,12 +224,25 @@ func samePod(a, b *v1.Pod) bool {
 		labels.Equals(a.Labels, b.Labels)
 }
 
-// Cleanup removes every rule and chain the enforcer writes: the jumps from
-// FORWARD and INPUT, then its chains. It is for `orch agent cleanup` and
-// for switching enforcement off (--disable-network-policy); it must not
-// run while an Enforcer runs.
+// Cleanup removes every rule and chain the enforcer writes, in both IP
+// families: the jumps from FORWARD and INPUT, then its chains. It is for
+// `orch agent cleanup` and for switching enforcement off
+// (--disable-network-policy); it must not run while an Enforcer runs.
 func Cleanup(log *slog.Logger) error {
-	d, err := iptsync.NewDriver("network policy", jumps, true)
+	return errors.Join(cleanupFamily(iptsync.IPv4, log), cleanupFamily(iptsync.IPv6, log))
+}
+
+// cleanupFamily removes the rules of one family. A host without ip6tables
+// has no IPv6 rules of ours (the enforcer cannot start its IPv6 family
+// there), so that is not an error; a missing iptables (IPv4) is, as it
+// always was.
+func cleanupFamily(f iptsync.Family, log *slog.Logger) error {
+	if f == iptsync.IPv6 {
+		if _, err := exec.LookPath("ip6tables"); err != nil {
+			return nil
+		}
+	}
+	d, err := iptsync.NewFamilyDriver(f, who, jumps, true)
 	if err != nil {
 		return err
 	}
@@ -192,9 +253,9 @@ func Cleanup(log *slog.Logger) error {
 	}
 	if data, n := iptsync.CleanupText("filter", chains, isOwnedChain); n > 0 {
 		if err := d.Restore(data); err != nil {
-			errs = append(errs, fmt.Errorf("network policy: remove chains: %w", err))
+			errs = append(errs, fmt.Errorf("network policy: remove %s chains: %w", f, err))
 		} else if log != nil {
-			log.Info("removed network policy chains", "chains", n)
+			log.Info("removed network policy chains", "family", f, "chains", n)
 		}
 	}
 	return errors.Join(errs...)

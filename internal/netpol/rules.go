@@ -14,16 +14,19 @@ import (
 	"orch/internal/iptsync"
 )
 
-// Input is everything the rules of one node depend on.
+// Input is everything the rules of one node in one IP family depend on.
 type Input struct {
-	NodeName   string
+	NodeName string
+	// Family is the IP family of the rules: the pods' addresses and the
+	// ipBlocks of that family. The zero value is IPv4.
+	Family     iptsync.Family
 	Policies   []*networkingv1.NetworkPolicy
 	Pods       []*v1.Pod // every pod of the cluster: targets and peers
 	Namespaces []*v1.Namespace
 }
 
-// Ruleset is the desired content of every chain the enforcer owns, all in
-// the filter table: the fixed chains first.
+// Ruleset is the desired content of every chain the enforcer owns in one
+// family, all in the filter table: the fixed chains first.
 type Ruleset struct {
 	Chains   []iptsync.Chain
 	Pods     int // pods of this node isolated in a direction
@@ -44,14 +47,14 @@ var (
 	egress  = direction{"egress", markEgress, prefixPodOut, "-d", "-s"}
 )
 
-// Build computes the rules of in.NodeName. It is pure: the same input
-// always gives the same output, byte for byte.
+// Build computes the rules of in.NodeName in in.Family. It is pure: the
+// same input always gives the same output, byte for byte.
 func Build(in Input) *Ruleset {
 	nsLabels := map[string]labels.Set{}
 	for _, ns := range in.Namespaces {
 		nsLabels[ns.Name] = labels.Set(ns.Labels)
 	}
-	pods := podsOf(in.Pods)
+	pods := podsOf(in.Pods, in.Family)
 	policies := append([]*networkingv1.NetworkPolicy(nil), in.Policies...)
 	sort.Slice(policies, func(i, j int) bool {
 		if policies[i].Namespace != policies[j].Namespace {
@@ -60,7 +63,7 @@ func Build(in Input) *Ruleset {
 		return policies[i].Name < policies[j].Name
 	})
 
-	b := builder{pods: pods, nsLabels: nsLabels, in: map[string][]string{}, out: map[string][]string{}}
+	b := builder{family: in.Family, pods: pods, nsLabels: nsLabels, in: map[string][]string{}, out: map[string][]string{}}
 	for _, p := range policies {
 		isIn, isOut := policyTypes(p)
 		sel := selector(&p.Spec.PodSelector)
@@ -113,7 +116,8 @@ func rulesOf(p *networkingv1.NetworkPolicy, d direction) []rule {
 }
 
 type builder struct {
-	pods     []*pod
+	family   iptsync.Family
+	pods     []*pod // with their addresses of family
 	nsLabels map[string]labels.Set
 	chains   []iptsync.Chain     // the policies' chains
 	in, out  map[string][]string // pod key → its policies' chains
@@ -128,7 +132,7 @@ func (b *builder) policy(d direction, key, ns string, rules []rule, targets []*p
 	var w strings.Builder
 	allow := "-j MARK --set-xmark " + d.mark + "/" + d.mark + "\n"
 	for i, r := range rules {
-		for j, pe := range peers(r.peers, ns, b.pods, b.nsLabels) {
+		for j, pe := range peers(r.peers, ns, b.pods, b.nsLabels, b.family) {
 			matches := b.portMatches(d, r.ports, pe, targets)
 			if len(matches) == 0 {
 				continue
@@ -206,7 +210,7 @@ func (b *builder) portMatches(d direction, ports []networkingv1.NetworkPolicyPor
 			}
 			for _, q := range on {
 				if n := q.namedPort(p.Port.StrVal, proto); n != 0 {
-					out = append(out, fmt.Sprintf("-d %s/32 -p %s -m %s --dport %d ", q.ip, lp, lp, n))
+					out = append(out, fmt.Sprintf("-d %s%s -p %s -m %s --dport %d ", q.ip, hostBits(b.family), lp, lp, n))
 				}
 			}
 		}
@@ -221,6 +225,8 @@ func (b *builder) finish(pods []*pod, node string) *Ruleset {
 	established := "-m conntrack --ctstate RELATED,ESTABLISHED -j RETURN\n"
 	fwd.WriteString("-A " + chainForward + " " + established)
 	input.WriteString("-A " + chainInput + " " + established)
+	fwd.WriteString(neighborDiscovery(chainForward, b.family))
+	input.WriteString(neighborDiscovery(chainInput, b.family))
 	for _, q := range pods {
 		if q.node != node {
 			continue
@@ -235,7 +241,7 @@ func (b *builder) finish(pods []*pod, node string) *Ruleset {
 			}
 			rs.Pods++
 			c := chainName(d.podChain, q.key)
-			hook := fmt.Sprintf("%s %s/32 -m comment --comment \"%s %s\" -j %s\n", d.ownFlag, q.ip, q.key, d.name, c)
+			hook := fmt.Sprintf("%s %s%s -m comment --comment \"%s %s\" -j %s\n", d.ownFlag, q.ip, hostBits(b.family), q.key, d.name, c)
 			fwd.WriteString("-A " + chainForward + " " + hook)
 			if d.name == "egress" {
 				input.WriteString("-A " + chainInput + " " + hook) // to its own node
@@ -249,7 +255,7 @@ func (b *builder) finish(pods []*pod, node string) *Ruleset {
 				fmt.Fprintf(&w, "-A %s -j %s\n", c, p)
 			}
 			fmt.Fprintf(&w, "-A %s -m mark --mark %s/%s -j RETURN\n", c, d.mark, d.mark)
-			fmt.Fprintf(&w, "-A %s -m comment --comment \"network policy denies %s of %s\" -j REJECT --reject-with icmp-port-unreachable\n", c, d.name, q.key)
+			fmt.Fprintf(&w, "-A %s -m comment --comment \"network policy denies %s of %s\" -j REJECT --reject-with %s\n", c, d.name, q.key, rejectWith(b.family))
 			rs.Chains = append(rs.Chains, iptsync.Chain{Name: c, Rules: w.String()})
 		}
 	}

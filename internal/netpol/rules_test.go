@@ -128,23 +128,30 @@ func TestBuild(t *testing.T) {
 		{"egress exceptions", chainName(prefixPolicy, "b/egress/egress/2/0"), []string{"-d 10.42.0.0/16 -j RETURN", "-j MARK --set-xmark 0x20000/0x20000"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := rulesOfChain(out, tc.chain)
-			for _, w := range tc.want {
-				if !slices.Contains(got, w) {
-					t.Errorf("%s lacks %q; has:\n%s", tc.chain, w, strings.Join(got, "\n"))
-				}
-			}
-			for _, n := range tc.not {
-				for _, g := range got {
-					if strings.Contains(g, n) {
-						t.Errorf("%s has %q, which it must not", tc.chain, g)
-					}
-				}
-			}
+			checkChain(t, out, tc.chain, tc.want, tc.not)
 		})
 	}
 	// The egress policy is Egress only: no ingress chain for b's clients.
 	if strings.Contains(out, chainName(prefixPodIn, "b/client-1")) {
 		t.Error("an Egress-only policy isolated b/client-1 for ingress")
+	}
+}
+
+// checkChain checks that chain in the rules text holds every rule of want
+// and no rule containing one of not.
+func checkChain(t *testing.T, text, chain string, want, not []string) {
+	t.Helper()
+	got := rulesOfChain(text, chain)
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("%s lacks %q; has:\n%s", chain, w, strings.Join(got, "\n"))
+		}
+	}
+	for _, n := range not {
+		for _, g := range got {
+			if strings.Contains(g, n) {
+				t.Errorf("%s has %q, which it must not", chain, g)
+			}
+		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"orch/internal/iptsync"
 )
 
 // pod is what the rules need of a pod that has an address on the pod
@@ -15,22 +17,22 @@ import (
 type pod struct {
 	key       string // namespace/name
 	namespace string
-	ip        string // IPv4
+	ip        string // of the family of the rules being built
 	node      string
 	labels    labels.Set
 	ports     []v1.ContainerPort
 }
 
-// podsOf keeps the pods a policy can select or name as a peer: those on
-// the pod network (not hostNetwork) with an IPv4 address that have not
-// ended, sorted by namespace/name.
-func podsOf(list []*v1.Pod) []*pod {
+// podsOf keeps the pods a policy can select or name as a peer in family
+// f: those on the pod network (not hostNetwork) with an address of f that
+// have not ended, sorted by namespace/name.
+func podsOf(list []*v1.Pod, f iptsync.Family) []*pod {
 	var out []*pod
 	for _, p := range list {
 		if p.Spec.HostNetwork || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 			continue
 		}
-		ip := ipv4Of(p)
+		ip := addrOf(p, f)
 		if ip == "" {
 			continue
 		}
@@ -47,18 +49,6 @@ func podsOf(list []*v1.Pod) []*pod {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
 	return out
-}
-
-func ipv4Of(p *v1.Pod) string {
-	for _, a := range p.Status.PodIPs {
-		if ip := net.ParseIP(a.IP); ip != nil && ip.To4() != nil {
-			return ip.String()
-		}
-	}
-	if ip := net.ParseIP(p.Status.PodIP); ip != nil && ip.To4() != nil {
-		return ip.String()
-	}
-	return ""
 }
 
 // namedPort resolves a port name on a pod, for protocol; 0 when the pod
@@ -104,26 +94,27 @@ func policyTypes(p *networkingv1.NetworkPolicy) (ingress, egress bool) {
 }
 
 // peer is one side a rule allows: any address (cidr ""), an ipBlock (cidr
-// with exceptions) or a pod (its address, /32).
+// with exceptions) or a pod (its address, /32 or /128).
 type peer struct {
 	cidr   string
 	except []string
 	pod    *pod
 }
 
-// peers expands a rule's peers in namespace ns: no peers is anyone.
-func peers(from []networkingv1.NetworkPolicyPeer, ns string, pods []*pod, nsLabels map[string]labels.Set) []peer {
+// peers expands a rule's peers in namespace ns for the rules of family f
+// (pods holds that family's addresses): no peers is anyone.
+func peers(from []networkingv1.NetworkPolicyPeer, ns string, pods []*pod, nsLabels map[string]labels.Set, f iptsync.Family) []peer {
 	if len(from) == 0 {
 		return []peer{{}}
 	}
 	var out []peer
 	for _, pe := range from {
 		if b := pe.IPBlock; b != nil {
-			_, n, err := net.ParseCIDR(b.CIDR)
-			if err != nil || n.IP.To4() == nil {
-				continue // IPv6: the enforcer is IPv4 only
+			block := netsOf([]string{b.CIDR}, f)
+			if len(block) == 0 {
+				continue // a block of the other family: its rules have it
 			}
-			out = append(out, peer{cidr: n.String(), except: ipv4Nets(b.Except)})
+			out = append(out, peer{cidr: block[0], except: netsOf(b.Except, f)})
 			continue
 		}
 		podSel := labels.Everything()
@@ -142,18 +133,8 @@ func peers(from []networkingv1.NetworkPolicyPeer, ns string, pods []*pod, nsLabe
 				continue
 			}
 			if podSel.Matches(q.labels) {
-				out = append(out, peer{cidr: q.ip + "/32", pod: q})
+				out = append(out, peer{cidr: q.ip + hostBits(f), pod: q})
 			}
-		}
-	}
-	return out
-}
-
-func ipv4Nets(cidrs []string) []string {
-	var out []string
-	for _, c := range cidrs {
-		if _, n, err := net.ParseCIDR(c); err == nil && n.IP.To4() != nil {
-			out = append(out, n.String())
 		}
 	}
 	return out

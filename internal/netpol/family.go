@@ -1,0 +1,119 @@
+package netpol
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"orch/internal/cidr"
+	"orch/internal/iptsync"
+)
+
+// The enforcer programs each IP family of the cluster on its own: the
+// IPv4 rules, from the pods' IPv4 addresses and the IPv4 ipBlocks, go to
+// iptables; the IPv6 rules, from the IPv6 ones, to ip6tables. The kernel
+// keeps the two families' tables apart, so the chains have the same names
+// and the same marks in both. What the families' rules say differently is
+// here.
+
+// familiesOf are the IP families of the cluster CIDRs, in their order;
+// none is IPv4 alone (a cluster of an older configuration).
+func familiesOf(cidrs []string) ([]iptsync.Family, error) {
+	if len(cidrs) == 0 {
+		return []iptsync.Family{iptsync.IPv4}, nil
+	}
+	prefixes, err := cidr.ParseList("network policy: cluster CIDRs", strings.Join(cidrs, ","))
+	if err != nil {
+		return nil, err
+	}
+	var out []iptsync.Family
+	for _, p := range prefixes {
+		f := iptsync.IPv4
+		if !p.Addr().Is4() {
+			f = iptsync.IPv6
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// isFamily reports whether ip is an address of family f. An IPv4-mapped
+// IPv6 address counts as IPv4, as the kernel's IPv4 stack carries it.
+func isFamily(ip net.IP, f iptsync.Family) bool {
+	if f == iptsync.IPv6 {
+		return ip.To4() == nil && ip.To16() != nil
+	}
+	return ip.To4() != nil
+}
+
+// addrOf is the pod's address of family f, or "" when it has none (a
+// single-stack pod, or one whose address is not assigned yet): such a pod
+// is neither isolated nor a peer in that family.
+func addrOf(p *v1.Pod, f iptsync.Family) string {
+	for _, a := range p.Status.PodIPs {
+		if ip := net.ParseIP(a.IP); ip != nil && isFamily(ip, f) {
+			return ip.String()
+		}
+	}
+	if ip := net.ParseIP(p.Status.PodIP); ip != nil && isFamily(ip, f) {
+		return ip.String()
+	}
+	return ""
+}
+
+// netsOf keeps the CIDRs of family f, masked: an ipBlock (and its
+// exceptions) goes to the rules of its own family only.
+func netsOf(cidrs []string, f iptsync.Family) []string {
+	var out []string
+	for _, c := range cidrs {
+		if _, n, err := net.ParseCIDR(c); err == nil && isFamily(n.IP, f) {
+			out = append(out, n.String())
+		}
+	}
+	return out
+}
+
+// hostBits is the prefix length that makes one address a CIDR: "/32",
+// or "/128" for IPv6. The rules name addresses as CIDRs, as iptables-save
+// prints them.
+func hostBits(f iptsync.Family) string {
+	if f == iptsync.IPv6 {
+		return "/128"
+	}
+	return "/32"
+}
+
+// rejectWith is the ICMP error a denied packet gets: port unreachable, so
+// that a client fails at once instead of waiting for a timeout. It is
+// iptables' default for REJECT in each family; the rules say it
+// explicitly, as iptables-save prints it.
+func rejectWith(f iptsync.Family) string {
+	if f == iptsync.IPv6 {
+		return "icmp6-port-unreachable"
+	}
+	return "icmp-port-unreachable"
+}
+
+// neighborDiscovery is the start of a fixed chain of family f that lets
+// IPv6 neighbor discovery pass: it is IPv6's ARP (which is not IP, so the
+// IPv4 rules never see it), conntrack does not track it (so it is never
+// ESTABLISHED), and its solicitations and advertisements may come from a
+// pod's own address. Without it an isolated pod could not resolve its
+// gateway or the pods of its bridge (bridged frames pass ip6tables with
+// br_netfilter), and every connection, allowed or not, would fail.
+// kube-router lets them pass too. Router solicitations and MLD come from
+// link-local addresses, which no rule names, so they need nothing here.
+// IPv4 has none: "".
+func neighborDiscovery(chain string, f iptsync.Family) string {
+	if f != iptsync.IPv6 {
+		return ""
+	}
+	var b strings.Builder
+	for _, t := range []struct{ code, name string }{{"135", "neighbor solicitation"}, {"136", "neighbor advertisement"}} {
+		// The type by number: iptables-save prints it so.
+		fmt.Fprintf(&b, "-A %s -p ipv6-icmp -m icmp6 --icmpv6-type %s -m comment --comment \"IPv6 %s\" -j RETURN\n", chain, t.code, t.name)
+	}
+	return b.String()
+}
