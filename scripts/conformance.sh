@@ -218,7 +218,7 @@ run_suite() { # run_suite NAME LABEL-FILTER GINKGO-ARGS...
 	[ -n "$FOCUS" ] && focus=(--focus="$FOCUS")
 	(cd "$RUN/$name" && "$BIN/ginkgo" "$@" --no-color --timeout=3h --label-filter="$labels" "${focus[@]}" \
 		--json-report=report.json --output-dir="$RUN/$name" "$BIN/e2e.test" -- \
-		--kubeconfig="$KC" --kubectl-path="$KUBECTL" --provider=skeleton --report-dir="$RUN/$name" \
+		--kubeconfig="$KC" --kubectl-path="$KUBECTL" --provider=skeleton --num-nodes=2 --report-dir="$RUN/$name" \
 		>ginkgo.log 2>&1) || true
 }
 # The commit the nodes run, taken now: the tree may move during the run.

@@ -66,7 +66,7 @@ func clusterNetwork(c checked, cluster join.Cluster, creds *join.Credentials, cn
 		}
 	} else {
 		// The pod network's identity: network policy is part of it.
-		e, err := netpol.New(netpol.Config{NodeName: c.NodeName, ClusterCIDRs: clusterCIDRs}, routesClient, log)
+		e, err := netpol.New(netpol.Config{NodeName: c.NodeName, ClusterCIDRs: clusterCIDRs, PodBridge: network.DefaultBridgeName}, routesClient, log)
 		if err != nil {
 			return nil, err
 		}

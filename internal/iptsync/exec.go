@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -246,4 +247,15 @@ func (js *Jumps) Delete() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// NoIPv6 reports whether this host can hold no ip6tables rules: it has no
+// ip6tables, or its kernel runs without IPv6 (ipv6.disable=1). Cleanups
+// skip the IPv6 family then: nothing of orch's can be there.
+func NoIPv6() bool {
+	if _, err := exec.LookPath("ip6tables"); err != nil {
+		return true
+	}
+	_, err := os.Stat("/proc/sys/net/ipv6")
+	return err != nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os/exec"
 	"slices"
 	"sync"
 	"time"
@@ -34,6 +33,8 @@ type Config struct {
 	// stack: "10.42.0.0/16", "fd00:42::/56"): the enforcer isolates pods
 	// in each of their families. None: IPv4 only.
 	ClusterCIDRs []string
+	// PodBridge is the Linux bridge of the node's pods (Input.PodBridge).
+	PodBridge string
 	// Resync is how often the rules and the jumps to them are checked
 	// without a change (a missing jump makes that sync a full one).
 	Resync time.Duration
@@ -151,7 +152,7 @@ func (e *Enforcer) Start(ctx context.Context) error {
 	f.Start(ctx.Done())
 	defer f.Shutdown()
 	list := func() (Input, error) {
-		in := Input{NodeName: e.cfg.NodeName}
+		in := Input{NodeName: e.cfg.NodeName, PodBridge: e.cfg.PodBridge}
 		var err error
 		ps, err1 := policies.Lister().List(labels.Everything())
 		pl, err2 := pods.Lister().List(labels.Everything())
@@ -233,14 +234,12 @@ func Cleanup(log *slog.Logger) error {
 }
 
 // cleanupFamily removes the rules of one family. A host without ip6tables
-// has no IPv6 rules of ours (the enforcer cannot start its IPv6 family
+// (or IPv6) has no IPv6 rules of ours (the enforcer cannot start its IPv6 family
 // there), so that is not an error; a missing iptables (IPv4) is, as it
 // always was.
 func cleanupFamily(f iptsync.Family, log *slog.Logger) error {
-	if f == iptsync.IPv6 {
-		if _, err := exec.LookPath("ip6tables"); err != nil {
-			return nil
-		}
+	if f == iptsync.IPv6 && iptsync.NoIPv6() {
+		return nil
 	}
 	d, err := iptsync.NewFamilyDriver(f, who, jumps, true)
 	if err != nil {

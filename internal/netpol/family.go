@@ -96,6 +96,25 @@ func rejectWith(f iptsync.Family) string {
 	return "icmp-port-unreachable"
 }
 
+// linkLocal refuses, in a fixed chain of family f, traffic from and to
+// IPv6 link-local addresses on the pods' bridge (ICMPv6, neighbour
+// discovery among it, passes). Every pod has such an address next to the
+// ones policies name, and a pod's rules match only those: without this, an
+// isolated pod could be reached by its link-local address from a pod of
+// its node, and could reach its node's by it. Kubernetes never uses these
+// addresses between pods. IPv4, or no bridge: "".
+func linkLocal(chain string, f iptsync.Family, bridge string) string {
+	if f != iptsync.IPv6 || bridge == "" {
+		return ""
+	}
+	var b strings.Builder
+	for _, dir := range []string{"-s", "-d"} {
+		// In ip6tables-save's order: addresses, then interface.
+		fmt.Fprintf(&b, "-A %s %s fe80::/10 -i %s ! -p ipv6-icmp -m comment --comment \"link-local on the pod bridge\" -j REJECT --reject-with icmp6-port-unreachable\n", chain, dir, bridge)
+	}
+	return b.String()
+}
+
 // neighborDiscovery is the start of a fixed chain of family f that lets
 // IPv6 neighbor discovery pass: it is IPv6's ARP (which is not IP, so the
 // IPv4 rules never see it), conntrack does not track it (so it is never

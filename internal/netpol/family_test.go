@@ -14,7 +14,7 @@ import (
 func familyInput(t *testing.T, name, node string, f iptsync.Family) Input {
 	t.Helper()
 	in := loadInput(t, name, node)
-	in.Family = f
+	in.Family, in.PodBridge = f, "orch0"
 	return in
 }
 
@@ -44,6 +44,10 @@ func TestBuildDualStack(t *testing.T) {
 	ndp := []string{
 		`-p ipv6-icmp -m icmp6 --icmpv6-type 135 -m comment --comment "IPv6 neighbor solicitation" -j RETURN`,
 		`-p ipv6-icmp -m icmp6 --icmpv6-type 136 -m comment --comment "IPv6 neighbor advertisement" -j RETURN`,
+		// Link-local addresses, which no pod's rule names, are refused on
+		// the pod bridge.
+		`-s fe80::/10 -i orch0 ! -p ipv6-icmp -m comment --comment "link-local on the pod bridge" -j REJECT --reject-with icmp6-port-unreachable`,
+		`-d fe80::/10 -i orch0 ! -p ipv6-icmp -m comment --comment "link-local on the pod bridge" -j REJECT --reject-with icmp6-port-unreachable`,
 	}
 	for _, tc := range []struct {
 		name, text, chain string
@@ -54,7 +58,7 @@ func TestBuildDualStack(t *testing.T) {
 			`-d 10.42.1.10/32 -m comment --comment "a/web-1 ingress" -j ` + webIn,
 			`-d 10.42.1.30/32 -m comment --comment "a/old-1 ingress" -j ` + oldIn,
 			`-s 10.42.1.20/32 -m comment --comment "b/client-1 egress" -j ` + clientOut,
-		}, []string{"fd00:", "icmp6"}},
+		}, []string{"fd00:", "icmp6", "fe80"}},
 		{"IPv6: the same pods by their IPv6 addresses, the same chains, neighbor discovery first", v6, chainForward, append(ndp,
 			`-d fd00:42:1::10/128 -m comment --comment "a/web-1 ingress" -j `+webIn,
 			`-s fd00:42:1::20/128 -m comment --comment "b/client-1 egress" -j `+clientOut,

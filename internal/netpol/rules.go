@@ -19,7 +19,12 @@ type Input struct {
 	NodeName string
 	// Family is the IP family of the rules: the pods' addresses and the
 	// ipBlocks of that family. The zero value is IPv4.
-	Family     iptsync.Family
+	Family iptsync.Family
+	// PodBridge is the Linux bridge of this node's pods. IPv6: traffic
+	// on it from or to link-local addresses, but ICMPv6, is refused, since
+	// no pod's rule names those addresses (they would bypass isolation).
+	// Empty: no such rule.
+	PodBridge  string
 	Policies   []*networkingv1.NetworkPolicy
 	Pods       []*v1.Pod // every pod of the cluster: targets and peers
 	Namespaces []*v1.Namespace
@@ -63,7 +68,7 @@ func Build(in Input) *Ruleset {
 		return policies[i].Name < policies[j].Name
 	})
 
-	b := builder{family: in.Family, pods: pods, nsLabels: nsLabels, in: map[string][]string{}, out: map[string][]string{}}
+	b := builder{family: in.Family, bridge: in.PodBridge, pods: pods, nsLabels: nsLabels, in: map[string][]string{}, out: map[string][]string{}}
 	for _, p := range policies {
 		isIn, isOut := policyTypes(p)
 		sel := selector(&p.Spec.PodSelector)
@@ -117,6 +122,7 @@ func rulesOf(p *networkingv1.NetworkPolicy, d direction) []rule {
 
 type builder struct {
 	family   iptsync.Family
+	bridge   string
 	pods     []*pod // with their addresses of family
 	nsLabels map[string]labels.Set
 	chains   []iptsync.Chain     // the policies' chains
@@ -227,6 +233,8 @@ func (b *builder) finish(pods []*pod, node string) *Ruleset {
 	input.WriteString("-A " + chainInput + " " + established)
 	fwd.WriteString(neighborDiscovery(chainForward, b.family))
 	input.WriteString(neighborDiscovery(chainInput, b.family))
+	fwd.WriteString(linkLocal(chainForward, b.family, b.bridge))
+	input.WriteString(linkLocal(chainInput, b.family, b.bridge))
 	for _, q := range pods {
 		if q.node != node {
 			continue

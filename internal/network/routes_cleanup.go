@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"orch/internal/iptsync"
+
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -36,6 +38,9 @@ func CleanupRoutes(log *slog.Logger) error {
 		}
 	}
 	for _, v4 := range []bool{true, false} {
+		if !v4 && iptsync.NoIPv6() {
+			continue
+		}
 		ipt, _, err := newIPTables(v4)
 		if err != nil {
 			log.Info("no iptables here, so no iptables rules of orch's to remove", "err", err)

@@ -177,3 +177,72 @@ func testRoutesBetweenNodes(t *testing.T, backend string) {
 	contains("foreign iptables rules", save, ":FORWARD DROP", "-A POSTROUTING -s 10.99.9.0/24 -j MASQUERADE", "-A FORWARD -s 10.99.9.0/24 -j ACCEPT")
 	contains("foreign route", l.inOK(a, "ip", "route", "show"), "10.99.9.0/24 via 172.31.77.1 dev eth0")
 }
+
+// TestIPv6PodsOverVXLAN runs the Router of two dual-stack nodes in
+// network namespaces whose only underlay is IPv4: each pod reaches the
+// other's IPv6 address with its own (no NAT), through a route, a permanent
+// IPv6 neighbour and the one FDB entry per peer; the IPv6 forwarding sysctl
+// and the ip6tables chains are in place, and CleanupRoutes removes the
+// IPv6 routes and chains too.
+func TestIPv6PodsOverVXLAN(t *testing.T) {
+	requireNetnsTools(t)
+	l := newLab(t)
+	l.prefix += "6"
+	mtu := 1500 - MTUOverhead(BackendVXLAN)
+	w := l.world("172.31.79.1/24")
+	a, pa := l.node(w, "a", "172.31.79.11/24", "172.31.79.1", "10.42.1.1/24", "10.42.1.2/24", mtu)
+	b, pb := l.node(w, "b", "172.31.79.12/24", "172.31.79.1", "10.42.2.1/24", "10.42.2.2/24", mtu)
+	for _, n := range []struct{ node, pod, gw, addr string }{{a, pa, "fd00:42:0:1::1/64", "fd00:42:0:1::2/64"}, {b, pb, "fd00:42:0:2::1/64", "fd00:42:0:2::2/64"}} {
+		l.sh("ip", "-n", n.node, "addr", "add", n.gw, "dev", "orch0", "nodad")
+		l.sh("ip", "-n", n.pod, "addr", "add", n.addr, "dev", "eth0", "nodad")
+		l.sh("ip", "-n", n.pod, "-6", "route", "add", "default", "via", strings.Split(n.gw, "/")[0])
+	}
+	client := fake.NewClientset(dual("a", 1, "172.31.79.11"), dual("b", 2, "172.31.79.12"))
+	var logs envtest.SyncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	t.Cleanup(func() { t.Logf("router logs:\n%s", logs.String()) })
+	cfg := func(name, ip string) RouteConfig {
+		return RouteConfig{NodeName: name, NodeIP: net.ParseIP(ip), Backend: BackendVXLAN, ClusterCIDR: "10.42.0.0/16,fd00:42::/56"}
+	}
+	stopA := runRouterIn(t, a, cfg("a", "172.31.79.11"), client, log.With("ns", "a"))
+	runRouterIn(t, b, cfg("b", "172.31.79.12"), client, log.With("ns", "b"))
+
+	macB := "0e:6f:ac:1f:4f:0c" // from 172.31.79.12
+	for what, tc := range map[string]struct{ got, want string }{
+		"IPv6 routes":     {l.inOK(a, "ip", "-6", "route", "show", "proto", "123"), "fd00:42:0:2::/64 via fd00:42:0:2:: dev orch.vxlan"},
+		"IPv6 neighbours": {l.inOK(a, "ip", "-6", "neigh", "show", "dev", "orch.vxlan"), "fd00:42:0:2:: lladdr " + macB + " PERMANENT"},
+		"ip6tables nat":   {l.inOK(a, "ip6tables", "-t", "nat", "-S"), "-A ORCH-POSTROUTING -s fd00:42::/56 -d fd00:42::/56"},
+		"IPv6 forwarding": {l.inOK(a, "cat", "/proc/sys/net/ipv6/conf/all/forwarding"), "1"},
+	} {
+		if !strings.Contains(tc.got, tc.want) {
+			t.Errorf("%s: no %q in:\n%s", what, tc.want, tc.got)
+		}
+	}
+	if fdb := l.inOK(a, "bridge", "fdb", "show", "dev", "orch.vxlan"); strings.Count(fdb, macB) != 1 {
+		t.Errorf("want one FDB entry for node b (both families share it):\n%s", fdb)
+	}
+	echoRemote(t, pb, "[fd00:42:0:2::2]:8080")
+	envtest.Eventually(t, "pod a reaches pod b over IPv6 with its own address", func() (bool, error) {
+		got, err := seenBy(t, pa, "[fd00:42:0:2::2]:8080")
+		if err != nil {
+			return false, err
+		}
+		if got != "fd00:42:0:1::2" {
+			return false, fmt.Errorf("pod b saw %q, want fd00:42:0:1::2", got)
+		}
+		return true, nil
+	})
+
+	stopA()
+	var err error
+	inNetns(t, a, func() { err = CleanupRoutes(log.With("ns", "a")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if routes := l.inOK(a, "ip", "-6", "route", "show", "proto", "123"); routes != "" {
+		t.Errorf("IPv6 routes left after CleanupRoutes:\n%s", routes)
+	}
+	if save := l.inOK(a, "ip6tables-save"); strings.Contains(save, "ORCH") {
+		t.Errorf("ip6tables rules left after CleanupRoutes:\n%s", save)
+	}
+}

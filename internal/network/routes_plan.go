@@ -198,7 +198,7 @@ func planFamily(cfg RouteConfig, cluster *net.IPNet, nodes []*corev1.Node, warn 
 			continue
 		case cidr == nil:
 			continue // not given one of this family yet by the node IPAM
-		case ip == nil && v4:
+		case ip == nil && (v4 || cfg.Backend != BackendHostGW): // vxlan's underlay is IPv4
 			warn("node %q has no IPv4 InternalIP; no route to its pods until it reports one", n.Name)
 			continue
 		case ip == nil:

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os/exec"
 
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/knftables"
@@ -32,14 +31,12 @@ func Cleanup(log *slog.Logger) error {
 }
 
 // cleanupIPTables removes the iptables mode's rules of the family. A node
-// without ip6tables has no IPv6 rules of ours (the proxy cannot start its
+// without ip6tables (or IPv6) has no IPv6 rules of ours (the proxy cannot start its
 // IPv6 family there), so that is not an error; a missing iptables (IPv4)
 // is, as it always was.
 func cleanupIPTables(f v1.IPFamily, log *slog.Logger) error {
-	if f == v1.IPv6Protocol {
-		if _, err := exec.LookPath("ip6tables"); err != nil {
-			return nil
-		}
+	if f == v1.IPv6Protocol && iptsync.NoIPv6() {
+		return nil
 	}
 	d, err := newIPTablesDriver(f)
 	if err != nil {

@@ -110,7 +110,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return nil
 	}
 	svc, err := c.services.Services(ns).Get(name)
-	if apierrors.IsNotFound(err) || (err == nil && svc.Spec.Selector == nil) {
+	// As upstream: no slices for a Service without a selector, nor for an
+	// ExternalName one (it has no endpoints, only a name).
+	if apierrors.IsNotFound(err) || (err == nil && (svc.Spec.Selector == nil || svc.Spec.Type == corev1.ServiceTypeExternalName)) {
 		return c.deleteSlices(ctx, existing)
 	}
 	if err != nil {

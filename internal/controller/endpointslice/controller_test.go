@@ -175,6 +175,18 @@ func TestDualStackServiceSlices(t *testing.T) {
 		return len(s) == 1 && reflect.DeepEqual(addresses(s), map[discoveryv1.AddressType][]string{
 			discoveryv1.AddressTypeIPv4: {"10.42.0.5", "10.42.0.6"}})
 	})
+	// An ExternalName Service has no slices, its selector notwithstanding
+	// (as upstream).
+	svc, err = client.CoreV1().Services("ep").Get(t.Context(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Spec.Type, svc.Spec.ExternalName = corev1.ServiceTypeExternalName, "example.com"
+	svc.Spec.ClusterIP, svc.Spec.ClusterIPs, svc.Spec.IPFamilies, svc.Spec.IPFamilyPolicy = "", nil, nil, nil
+	if _, err := client.CoreV1().Services("ep").Update(t.Context(), svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSlices(t, client, "ep", "web", "no slice", func(s []discoveryv1.EndpointSlice) bool { return len(s) == 0 })
 }
 
 // addPodIP gives a running pod a second (other family) address.
