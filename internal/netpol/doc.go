@@ -50,7 +50,10 @@
 // KUBE-NP-FORWARD and KUBE-NP-INPUT also let neighbor solicitations and
 // advertisements pass before any pod's chain: neighbor discovery is
 // IPv6's ARP, untracked by conntrack and sent from a pod's own address,
-// and without it an isolated pod could reach nothing over IPv6. When
+// and without it an isolated pod could reach nothing over IPv6. Then
+// they refuse all other traffic from or to a link-local address (fe80::/10)
+// on the pods' bridge (Config.PodBridge): every pod has one, no pod's rule
+// names it, and it would reach an isolated pod past its chain. When
 // ip6tables is missing on a dual-stack node, New fails rather than leave
 // the pods open over IPv6. A family whose sync fails does not hold back
 // the other's; Ready waits for both.
