@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,14 +83,7 @@ func Start(t testing.TB) *Server {
 // StartWith is Start with options.
 func StartWith(t testing.TB, opts Options) *Server {
 	t.Helper()
-	etcd, err := storage.StartEtcd(storage.EtcdConfig{
-		Dir: t.TempDir(), Name: "test", UnsafeNoFsync: true,
-		ClientURL: "http://" + FreeAddr(t), PeerURL: "http://" + FreeAddr(t),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(etcd.Close)
+	etcd := startEtcd(t)
 	store := storage.NewEtcd(etcd.Client)
 	serviceCIDRs := serviceCIDRs(t, opts.ServiceCIDRs)
 	log := Logger()
@@ -198,6 +192,27 @@ func kubeletClient(c *tls.Config) *apiserver.KubeletClientConfig {
 		return nil
 	}
 	return &apiserver.KubeletClientConfig{TLS: c}
+}
+
+// startEtcd starts an embedded etcd on free loopback ports. A port found
+// free can be taken by another test process before etcd binds it: then
+// it tries again on other ports.
+func startEtcd(t testing.TB) *storage.EmbeddedEtcd {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		etcd, err := storage.StartEtcd(storage.EtcdConfig{
+			Dir: t.TempDir(), Name: "test", UnsafeNoFsync: true,
+			ClientURL: "http://" + FreeAddr(t), PeerURL: "http://" + FreeAddr(t),
+		})
+		if err == nil {
+			t.Cleanup(etcd.Close)
+			return etcd
+		}
+		if attempt == 5 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("embedded etcd, attempt %d: %v; again on other ports", attempt, err)
+	}
 }
 
 // FreeAddr returns a loopback address whose port nothing listens on now.
