@@ -4,6 +4,7 @@ package cidr
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 )
@@ -39,6 +40,20 @@ func ParseList(flag, value string) ([]netip.Prefix, error) {
 		return nil, fmt.Errorf("%s %q: at most two CIDRs, one IPv4 and one IPv6", flag, value)
 	case len(out) == 2 && out[0].Addr().Is4() == out[1].Addr().Is4():
 		return nil, fmt.Errorf("%s %q: two CIDRs must be one IPv4 and one IPv6 (dual stack)", flag, value)
+	}
+	return out, nil
+}
+
+// ParseNets is ParseList with each range as a *net.IPNet (IPv4 ones in
+// their 4-byte form).
+func ParseNets(flag, value string) ([]*net.IPNet, error) {
+	prefixes, err := ParseList(flag, value)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*net.IPNet, len(prefixes))
+	for i, p := range prefixes {
+		_, out[i], _ = net.ParseCIDR(p.String())
 	}
 	return out, nil
 }

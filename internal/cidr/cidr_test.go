@@ -52,3 +52,13 @@ func TestParseList(t *testing.T) {
 		t.Error("Of(IPv6) of an IPv4-only list found one")
 	}
 }
+
+func TestParseNets(t *testing.T) {
+	nets, err := ParseNets("--cluster-cidr", "10.42.0.7/16,fd00:42::/56")
+	if err != nil || len(nets) != 2 || nets[0].String() != "10.42.0.0/16" || len(nets[0].IP) != 4 || nets[1].String() != "fd00:42::/56" {
+		t.Fatalf("ParseNets = %v, %v; want 10.42.0.0/16 (4-byte) and fd00:42::/56", nets, err)
+	}
+	if _, err := ParseNets("--cluster-cidr", "10.42.0.0/16,10.43.0.0/16"); err == nil {
+		t.Error("ParseNets of two IPv4 ranges: no error")
+	}
+}

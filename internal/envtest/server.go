@@ -21,6 +21,7 @@ import (
 	"orch/internal/apiserver/authz"
 	"orch/internal/apiserver/filters"
 	"orch/internal/apiserver/registry/all"
+	"orch/internal/cidr"
 	"orch/internal/pki"
 	"orch/internal/rbacpolicy"
 	"orch/internal/storage"
@@ -153,13 +154,9 @@ func serviceCIDRs(t testing.TB, cidrs []string) []*net.IPNet {
 	if len(cidrs) == 0 {
 		cidrs = []string{"10.43.0.0/16"}
 	}
-	var out []*net.IPNet
-	for _, c := range cidrs {
-		_, n, err := net.ParseCIDR(c)
-		if err != nil {
-			t.Fatalf("envtest: service CIDR %q: %v", c, err)
-		}
-		out = append(out, n)
+	out, err := cidr.ParseNets("envtest service CIDRs", strings.Join(cidrs, ","))
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

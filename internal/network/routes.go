@@ -121,14 +121,9 @@ func NewRouter(cfg RouteConfig, client kubernetes.Interface, log *slog.Logger) (
 		return nil, fmt.Errorf("network: the %s backend needs an IPv4 node IP, got %q; set --node-ip to the IPv4 address other nodes reach this one on", cfg.Backend, cfg.NodeIP)
 	}
 	cfg.NodeIP = cfg.NodeIP.To4()
-	prefixes, err := cidr.ParseList("--cluster-cidr", cfg.ClusterCIDR)
+	clusters, err := cidr.ParseNets("--cluster-cidr", cfg.ClusterCIDR)
 	if err != nil {
 		return nil, fmt.Errorf("network: %w", err)
-	}
-	var clusters []*net.IPNet
-	for _, p := range prefixes {
-		_, n, _ := net.ParseCIDR(p.String())
-		clusters = append(clusters, n)
 	}
 	if cfg.VXLANPort < 1 || cfg.VXLANPort > 65535 {
 		return nil, fmt.Errorf("network: VXLAN port %d is out of range (1 to 65535; flannel and k3s use %d)", cfg.VXLANPort, DefaultVXLANPort)

@@ -130,10 +130,10 @@ type parsed struct {
 func (c Config) parse() (parsed, error) {
 	p := parsed{Config: c, several: c.startedAsOneOfSeveral()}
 	var err error
-	if p.serviceCIDRs, err = parseCIDRs("--service-cidr", c.ServiceCIDR); err != nil {
+	if p.serviceCIDRs, err = cidr.ParseNets("--service-cidr", c.ServiceCIDR); err != nil {
 		return p, err
 	}
-	if p.clusterCIDRs, err = parseCIDRs("--cluster-cidr", c.ClusterCIDR); err != nil {
+	if p.clusterCIDRs, err = cidr.ParseNets("--cluster-cidr", c.ClusterCIDR); err != nil {
 		return p, err
 	}
 	if (len(p.serviceCIDRs) == 2) != (len(p.clusterCIDRs) == 2) || p.serviceCIDRs[0].IP.To4() == nil != (p.clusterCIDRs[0].IP.To4() == nil) {
@@ -169,19 +169,6 @@ func (c Config) parse() (parsed, error) {
 		p.nodeIPs = []net.IP{p.advertise}
 	}
 	return p, nil
-}
-
-// parseCIDRs parses a --service-cidr or --cluster-cidr value.
-func parseCIDRs(flag, value string) ([]*net.IPNet, error) {
-	prefixes, err := cidr.ParseList(flag, value)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*net.IPNet, len(prefixes))
-	for i, p := range prefixes {
-		_, out[i], _ = net.ParseCIDR(p.String())
-	}
-	return out, nil
 }
 
 // cidrList is nets as a flag would give them: comma-separated.
