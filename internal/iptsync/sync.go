@@ -23,11 +23,6 @@ type Driver struct {
 
 var _ Writer = (*Driver)(nil)
 
-// NewDriver is NewFamilyDriver for IPv4.
-func NewDriver(who string, jumps []Jump, first bool) (*Driver, error) {
-	return NewFamilyDriver(IPv4, who, jumps, first)
-}
-
 // NewFamilyDriver finds the family's iptables for who (leading its
 // errors) and its jumps; with first, each jump must stay the first rule of
 // its chain.

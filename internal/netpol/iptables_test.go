@@ -21,7 +21,7 @@ func TestMain(m *testing.M) { netnstest.Main(m) }
 // and cleans up.
 func TestIPTablesLifecycle(t *testing.T) {
 	netnstest.Require(t)
-	d, err := iptsync.NewDriver("network policy", jumps, true)
+	d, err := iptsync.NewFamilyDriver(iptsync.IPv4, "network policy", jumps, true)
 	if err != nil {
 		t.Fatal(err)
 	}
