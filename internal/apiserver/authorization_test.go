@@ -150,6 +150,18 @@ func TestNonResourcePaths(t *testing.T) {
 	}
 	err := bob.CoreV1().RESTClient().Get().AbsPath("/metrics").Do(ctx).Error()
 	wantForbidden(t, err, `forbidden: User "bob" cannot get path "/metrics"`)
+
+	// Profiles (--profiling) are for those allowed /debug/pprof/*.
+	err = bob.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").Do(ctx).Error()
+	wantForbidden(t, err, `forbidden: User "bob" cannot get path "/debug/pprof/heap"`)
+	heap, err := e.admin.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").DoRaw(ctx)
+	if err != nil || len(heap) < 2 || heap[0] != 0x1f || heap[1] != 0x8b {
+		t.Fatalf("heap profile as admin: %d bytes (want a gzipped profile), %v", len(heap), err)
+	}
+	goroutines, err := e.admin.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/goroutine").Param("debug", "1").DoRaw(ctx)
+	if err != nil || !strings.Contains(string(goroutines), "goroutine profile: total") {
+		t.Fatalf("goroutine profile as admin: %.200q, %v", goroutines, err)
+	}
 }
 
 func TestEscalationPrevention(t *testing.T) {

@@ -94,7 +94,7 @@ func (s *Server) runAutoRegister(ctx context.Context) error {
 	for _, svc := range builtinAPIServices(s.groups) {
 		ctrl.AddAPIServiceToSyncOnStart(svc)
 	}
-	factory.Start(ctx.Done())
+	factory.StartWithContext(ctx)
 	go ctrl.Run(1, ctx.Done())
 	if s.serves(metricsv1beta1.SchemeGroupVersion) {
 		go s.ensureMetricsAPIService(ctx, client)

@@ -114,7 +114,7 @@ func (s *Server) startExtAdmission(ctx context.Context) (err error) {
 			}
 		}
 	}
-	factory.Start(ctx.Done())
+	factory.StartWithContext(ctx)
 	s.ext = &extAdmission{}
 	if s.plugins.on(pluginMutatingAdmissionPolicy) {
 		s.ext.mutating = append(s.ext.mutating, mp)

@@ -66,7 +66,7 @@ func TestInformersSeeEveryChange(t *testing.T) {
 	if _, err := client.CoreV1().ConfigMaps("inf").Create(ctx, configMap("before", "0"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	factory.Start(ctx.Done())
+	factory.StartWithContext(ctx)
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			t.Fatalf("informer for %v did not sync", typ)

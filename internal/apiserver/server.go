@@ -95,6 +95,10 @@ type Config struct {
 	// extension-apiserver-authentication ConfigMap); nil proxies without a
 	// client certificate and publishes nothing.
 	Aggregation *AggregationConfig
+	// Profiling serves Go's runtime profiles under /debug/pprof/ to users
+	// allowed the non-resource URL (cluster-admin), as upstream's
+	// --profiling, which is on by default there too.
+	Profiling bool
 	// EnableAdmissionPlugins and DisableAdmissionPlugins change which
 	// admission plugins run (upstream's names; see AdmissionPlugins).
 	EnableAdmissionPlugins, DisableAdmissionPlugins []string
@@ -354,6 +358,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveVersion(w, r)
 	case path == "/metrics":
 		s.metrics.serve(w, r)
+	case s.cfg.Profiling && strings.HasPrefix(path, "/debug/pprof"):
+		serveProfile(w, r)
 	case strings.HasPrefix(path, "/openapi/"):
 		s.serveOpenAPI(w, r)
 	case path == satoken.OpenIDConfigPath || path == satoken.JWKSPath:

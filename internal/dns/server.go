@@ -191,7 +191,7 @@ func (s *Server) Start(ctx context.Context) error {
 	s.mu.Unlock()
 	s.log.Info("serving DNS", "zone", s.zone.origin, "listen", addrs, "upstreams", s.fwd.upstreams())
 
-	s.factory.Start(ctx.Done())
+	s.factory.StartWithContext(ctx)
 	go func() {
 		for typ, ok := range s.factory.WaitForCacheSync(ctx.Done()) {
 			if !ok {

@@ -68,7 +68,7 @@ func TestInformerSurvivesRestart(t *testing.T) {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace("default"))
 	factory.Core().V1().ConfigMaps().Informer().AddEventHandler(log.handler("configmap"))
 	factory.Core().V1().Pods().Informer().AddEventHandler(log.handler("pod"))
-	factory.Start(ctx.Done())
+	factory.StartWithContext(ctx)
 	defer func() { cancel(); factory.Shutdown() }()
 	factory.WaitForCacheSync(ctx.Done())
 

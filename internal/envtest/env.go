@@ -70,7 +70,7 @@ func Logger() *slog.Logger {
 func (e *Env) Start(t testing.TB, components ...interface{ Start(context.Context) error }) context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, len(components))
-	e.Informers.Start(ctx.Done())
+	e.Informers.StartWithContext(ctx)
 	for _, c := range components {
 		go func() { done <- c.Start(ctx) }()
 	}

@@ -100,7 +100,8 @@ func StartWith(t testing.TB, opts Options) *Server {
 		ServiceAccountKey: key, ExternalAddress: "127.0.0.1:6443", Now: opts.Now,
 		DisableServiceAccountAdmission: !opts.ServiceAccountAdmission, NodeRegistrationSecret: opts.NodeRegistrationSecret, KubeletClient: kubeletClient(opts.KubeletTLS),
 		EnableAdmissionPlugins: opts.EnableAdmissionPlugins, DisableAdmissionPlugins: opts.DisableAdmissionPlugins, PodSecurityConfigFile: opts.PodSecurityConfigFile,
-		ServiceAccountMaxTokenExpiration: opts.ServiceAccountMaxTokenExpiration, NoExtendedTokenExpiration: opts.NoExtendedTokenExpiration})
+		ServiceAccountMaxTokenExpiration: opts.ServiceAccountMaxTokenExpiration, NoExtendedTokenExpiration: opts.NoExtendedTokenExpiration,
+		Profiling: true})
 	if err != nil {
 		t.Fatal(err)
 	}

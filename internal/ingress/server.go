@@ -89,8 +89,8 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		synced = append(synced, inf.HasSynced)
 	}
-	f.Start(ctx.Done())
-	fs.Start(ctx.Done())
+	f.StartWithContext(ctx)
+	fs.StartWithContext(ctx)
 	defer f.Shutdown()
 	defer fs.Shutdown()
 	defer s.shutdown()

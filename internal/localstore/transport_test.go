@@ -80,7 +80,7 @@ func podInformer(t *testing.T, client kubernetes.Interface) cache.SharedIndexInf
 	}))
 	inf := factory.Core().V1().Pods().Informer()
 	ctx, cancel := context.WithCancel(context.Background())
-	factory.Start(ctx.Done())
+	factory.StartWithContext(ctx)
 	t.Cleanup(func() { cancel(); factory.Shutdown() })
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		t.Fatal("the pod informer did not sync")

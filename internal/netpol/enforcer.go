@@ -149,7 +149,7 @@ func (e *Enforcer) Start(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("network policy: watch: %w", err)
 	}
-	f.Start(ctx.Done())
+	f.StartWithContext(ctx)
 	defer f.Shutdown()
 	list := func() (Input, error) {
 		in := Input{NodeName: e.cfg.NodeName, PodBridge: e.cfg.PodBridge}

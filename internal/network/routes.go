@@ -176,7 +176,7 @@ func (r *Router) Start(ctx context.Context) error {
 		return err
 	}
 	lister := nodes.Lister()
-	factory.Start(ctx.Done())
+	factory.StartWithContext(ctx)
 	defer factory.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), nodes.Informer().HasSynced) {
 		return nil // ctx ended

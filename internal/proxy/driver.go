@@ -43,5 +43,5 @@ func jumpsOf(ipv6 bool) []iptsync.Jump {
 // newIPTablesDriver finds the family's iptables (ip6tables for IPv6) and
 // the proxy's jumps.
 func newIPTablesDriver(f v1.IPFamily) (*iptsync.Driver, error) {
-	return iptsync.NewFamilyDriver(iptFamily(f), "proxy", jumpsOf(f == v1.IPv6Protocol), false)
+	return iptsync.NewFamilyDriver(iptsync.FamilyOf(f), "proxy", jumpsOf(f == v1.IPv6Protocol), false)
 }

@@ -246,7 +246,7 @@ func (p *Proxier) Start(ctx context.Context) error {
 			return fmt.Errorf("proxy: watch: %w", err)
 		}
 	}
-	f.Start(ctx.Done())
+	f.StartWithContext(ctx)
 	defer f.Shutdown()
 	for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
 		if !ok {

@@ -64,7 +64,7 @@ func BenchmarkSchedulerThroughAPI(b *testing.B) {
 				}
 			},
 		})
-		factory.Start(ctx.Done())
+		factory.StartWithContext(ctx)
 		var wg sync.WaitGroup
 		wg.Go(func() { s.Start(ctx) })
 		factory.WaitForCacheSync(ctx.Done())

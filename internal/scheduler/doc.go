@@ -46,6 +46,6 @@
 //
 //	s := scheduler.New(scheduler.Config{Client: client, Informers: factory,
 //		Recorder: recorder, Log: log, Clock: clock.RealClock{}}) // registers its informers
-//	factory.Start(ctx.Done())
+//	factory.StartWithContext(ctx)
 //	err := s.Start(ctx) // blocks
 package scheduler

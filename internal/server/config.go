@@ -67,6 +67,8 @@ type Config struct {
 	// --request-timeout (zero: none).
 	Limits         filters.Limits
 	RequestTimeout time.Duration
+	// Profiling serves /debug/pprof/ on the API port (--profiling).
+	Profiling bool
 	// Audit is the audit log (--audit-*); off without a policy and a path.
 	Audit filters.AuditConfig
 	// ServiceAccountMaxTokenExpiration and NoExtendedTokenExpiration are

@@ -154,7 +154,7 @@ func (m *controllerManager) lead(ctx context.Context, own *rest.Config, client k
 		m.log.Error("cannot build the controllers", "err", err)
 		return
 	}
-	cctx.Informers.Start(ctx.Done())
+	cctx.Informers.StartWithContext(ctx)
 	defer cctx.Informers.Shutdown()
 	var wg sync.WaitGroup
 	for _, c := range components {

@@ -46,7 +46,7 @@ func (m *etcdMembers) Start(ctx context.Context) error {
 			}
 		},
 	})
-	factory.Start(ctx.Done())
+	factory.StartWithContext(ctx)
 	defer factory.Shutdown()
 	ticker := time.NewTicker(promoteEvery)
 	defer ticker.Stop()

@@ -155,6 +155,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		EnableAdmissionPlugins: p.EnableAdmissionPlugins, DisableAdmissionPlugins: p.DisableAdmissionPlugins,
 		PodSecurityConfigFile: p.PodSecurityConfigFile, Encryption: transformerFor(encryption),
 		ServiceAccountMaxTokenExpiration: p.ServiceAccountMaxTokenExpiration, NoExtendedTokenExpiration: p.NoExtendedTokenExpiration,
+		Profiling: p.Profiling,
 	})
 	if err != nil {
 		return err

@@ -31,7 +31,7 @@ func (s *Simulator) Start(ctx context.Context) error {
 	pods.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: enqueue, UpdateFunc: func(_, obj any) { enqueue(obj) },
 	})
-	factory.Start(ctx.Done())
+	factory.StartWithContext(ctx)
 	defer factory.Shutdown()
 	factory.WaitForCacheSync(ctx.Done())
 	go func() {

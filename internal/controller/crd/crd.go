@@ -98,7 +98,7 @@ func New(ctx controller.Context, client apiextensionsclientset.Interface) *Contr
 func (c *Controller) Start(ctx context.Context) error {
 	c.log.Info("Starting controller")
 	defer c.log.Info("Shutting down controller")
-	c.factory.Start(ctx.Done())
+	c.factory.StartWithContext(ctx)
 	defer c.factory.Shutdown()
 	// One worker: names are reserved one CRD at a time.
 	return worker.Run(ctx, c.queue, c.sync, worker.Options{Workers: 1, Synced: c.synced, Log: c.log})

@@ -33,6 +33,6 @@
 // Usage:
 //
 //	c := cronjob.New(cctx)            // registers informers
-//	cctx.Informers.Start(ctx.Done())  // the caller starts the factory
+//	cctx.Informers.StartWithContext(ctx)  // the caller starts the factory
 //	err := c.Start(ctx)               // blocks until ctx ends
 package cronjob

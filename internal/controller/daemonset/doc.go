@@ -47,6 +47,6 @@
 // Usage:
 //
 //	c := daemonset.New(cctx)          // registers informers
-//	cctx.Informers.Start(ctx.Done())  // the caller starts the factory
+//	cctx.Informers.StartWithContext(ctx)  // the caller starts the factory
 //	err := c.Start(ctx)               // blocks until ctx ends
 package daemonset

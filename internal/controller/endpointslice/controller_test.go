@@ -138,7 +138,7 @@ func TestDualStackServiceSlices(t *testing.T) {
 	c := endpointslice.New(controller.Context{Client: client, Config: srv.Config, Informers: factory, Log: envtest.Logger()}.WithDefaults())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	factory.Start(ctx.Done())
+	factory.StartWithContext(ctx)
 	go func() { done <- c.Start(ctx) }()
 	t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
 

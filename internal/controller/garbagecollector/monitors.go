@@ -118,7 +118,7 @@ func (gb *graphBuilder) startMonitorsLocked() {
 		}
 		ctx, cancel := context.WithCancel(gb.ctx)
 		m.cancel = cancel
-		go m.informer.Run(ctx.Done())
+		go m.informer.RunWithContext(ctx)
 		started++
 	}
 	if started > 0 {

@@ -48,6 +48,6 @@
 // Usage:
 //
 //	c := job.New(cctx)                // registers informers
-//	cctx.Informers.Start(ctx.Done())  // the caller starts the factory
+//	cctx.Informers.StartWithContext(ctx)  // the caller starts the factory
 //	err := c.Start(ctx)               // blocks until ctx ends
 package job

@@ -23,7 +23,7 @@ func run(t *testing.T, cctx controller.Context, c *Controller) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Start(ctx) }()
-	cctx.Informers.Start(ctx.Done())
+	cctx.Informers.StartWithContext(ctx)
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -124,7 +124,7 @@ func nodeOf(secretName string) (string, bool) {
 func (c *Controller) Start(ctx context.Context) error {
 	c.log.Info("Starting controller")
 	defer c.log.Info("Shutting down controller")
-	c.factory.Start(ctx.Done())
+	c.factory.StartWithContext(ctx)
 	defer c.factory.Shutdown()
 	return worker.Run(ctx, c.queue, worker.Errors(c.sync), worker.Options{Synced: c.synced, Log: c.log})
 }

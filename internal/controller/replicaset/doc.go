@@ -29,6 +29,6 @@
 // Usage:
 //
 //	c := replicaset.New(cctx)         // registers informers
-//	cctx.Informers.Start(ctx.Done())  // the caller starts the factory
+//	cctx.Informers.StartWithContext(ctx)  // the caller starts the factory
 //	err := c.Start(ctx)               // blocks until ctx ends
 package replicaset

@@ -44,7 +44,7 @@ func run(t *testing.T, client kubernetes.Interface, clk clock.WithTicker, record
 	}
 	c := New(controller.Context{Client: client, Informers: factory, Recorder: recorder, Log: testLog(), Clock: clk})
 	ctx, cancel := context.WithCancel(context.Background())
-	factory.Start(ctx.Done())
+	factory.StartWithContext(ctx)
 	done := make(chan error)
 	go func() { done <- c.Start(ctx) }()
 	t.Cleanup(func() {

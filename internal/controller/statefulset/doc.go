@@ -57,6 +57,6 @@
 // Usage:
 //
 //	c := statefulset.New(cctx)        // registers informers and handlers
-//	cctx.Informers.Start(ctx.Done())  // the caller starts the factory
+//	cctx.Informers.StartWithContext(ctx)  // the caller starts the factory
 //	err := c.Start(ctx)               // blocks until ctx ends
 package statefulset

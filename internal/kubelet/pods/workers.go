@@ -187,8 +187,8 @@ func (w *Workers) Start(ctx context.Context) error {
 	services := informers.NewSharedInformerFactory(w.client, 0)
 	w.services = services.Core().V1().Services().Lister()
 	servicesSynced := services.Core().V1().Services().Informer().HasSynced
-	factory.Start(ctx.Done())
-	services.Start(ctx.Done())
+	factory.StartWithContext(ctx)
+	services.StartWithContext(ctx)
 	defer factory.Shutdown()
 	defer services.Shutdown()
 	defer w.queue.ShutDown() // worker.Run shuts it down too, once it ran
