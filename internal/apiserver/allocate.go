@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"orch/internal/cidr"
 	"orch/internal/storage"
 )
 
@@ -42,22 +43,15 @@ func newAllocator(store storage.Interface, cidrs []*net.IPNet) (*allocator, erro
 		return nil, fmt.Errorf("apiserver: one or two service CIDRs are required, got %d", len(cidrs))
 	}
 	a := &allocator{store: store, ranges: map[corev1.IPFamily]*net.IPNet{}}
-	for _, cidr := range cidrs {
-		family := familyOfIP(cidr.IP)
+	for _, n := range cidrs {
+		family := cidr.FamilyOf(n.IP.String())
 		if a.ranges[family] != nil {
-			return nil, fmt.Errorf("apiserver: service CIDRs %s and %s are both %s", a.ranges[family], cidr, family)
+			return nil, fmt.Errorf("apiserver: service CIDRs %s and %s are both %s", a.ranges[family], n, family)
 		}
 		a.families = append(a.families, family)
-		a.ranges[family] = cidr
+		a.ranges[family] = n
 	}
 	return a, nil
-}
-
-func familyOfIP(ip net.IP) corev1.IPFamily {
-	if ip.To4() != nil {
-		return corev1.IPv4Protocol
-	}
-	return corev1.IPv6Protocol
 }
 
 func (a *allocator) reserve(ctx context.Context, key, owner string) (bool, error) {

@@ -3,6 +3,8 @@ package cidr
 import (
 	"fmt"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 func TestGatewayIP(t *testing.T) {
@@ -60,5 +62,57 @@ func TestParseNets(t *testing.T) {
 	}
 	if _, err := ParseNets("--cluster-cidr", "10.42.0.0/16,10.43.0.0/16"); err == nil {
 		t.Error("ParseNets of two IPv4 ranges: no error")
+	}
+}
+
+func TestFamilies(t *testing.T) {
+	for _, c := range []struct {
+		ip     string
+		family corev1.IPFamily
+		v4, v6 string // AddrOf for each family
+	}{
+		{"10.42.0.7", corev1.IPv4Protocol, "10.42.0.7", ""},
+		{" 10.42.0.7", corev1.IPv4Protocol, "10.42.0.7", ""},
+		{"fd00:42::7", corev1.IPv6Protocol, "", "fd00:42::7"},
+		{"FD00:0042:0:0::7", corev1.IPv6Protocol, "", "fd00:42::7"},
+		{"::ffff:10.42.0.7", corev1.IPv4Protocol, "10.42.0.7", ""},
+		{"not-an-ip", corev1.IPv4Protocol, "", ""},
+		{"", corev1.IPv4Protocol, "", ""},
+	} {
+		if got := FamilyOf(c.ip); got != c.family {
+			t.Errorf("FamilyOf(%q) = %s, want %s", c.ip, got, c.family)
+		}
+		if got := AddrOf(c.ip, corev1.IPv4Protocol); got != c.v4 {
+			t.Errorf("AddrOf(%q, IPv4) = %q, want %q", c.ip, got, c.v4)
+		}
+		if got := AddrOf(c.ip, corev1.IPv6Protocol); got != c.v6 {
+			t.Errorf("AddrOf(%q, IPv6) = %q, want %q", c.ip, got, c.v6)
+		}
+	}
+}
+
+func TestPodIPs(t *testing.T) {
+	dual := &corev1.Pod{Status: corev1.PodStatus{PodIP: "10.42.0.7", PodIPs: []corev1.PodIP{{IP: "10.42.0.7"}, {IP: "fd00:42::7"}}}}
+	legacy := &corev1.Pod{Status: corev1.PodStatus{PodIP: "10.42.0.8"}}
+	pending := &corev1.Pod{}
+	for _, c := range []struct {
+		name   string
+		pod    *corev1.Pod
+		ips    string
+		v4, v6 string
+	}{
+		{"dual stack", dual, "[10.42.0.7 fd00:42::7]", "10.42.0.7", "fd00:42::7"},
+		{"podIP only", legacy, "[10.42.0.8]", "10.42.0.8", ""},
+		{"no address yet", pending, "[]", "", ""},
+	} {
+		if got := fmt.Sprint(PodIPs(c.pod)); got != c.ips {
+			t.Errorf("%s: PodIPs = %s, want %s", c.name, got, c.ips)
+		}
+		if got := PodIPOf(c.pod, corev1.IPv4Protocol); got != c.v4 {
+			t.Errorf("%s: PodIPOf(IPv4) = %q, want %q", c.name, got, c.v4)
+		}
+		if got := PodIPOf(c.pod, corev1.IPv6Protocol); got != c.v6 {
+			t.Errorf("%s: PodIPOf(IPv6) = %q, want %q", c.name, got, c.v6)
+		}
 	}
 }

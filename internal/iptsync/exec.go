@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-iptables/iptables"
+	v1 "k8s.io/api/core/v1"
 )
 
 // Family is the IP family of the tables written: IPv4 through iptables,
@@ -23,6 +24,22 @@ const (
 	IPv4 Family = iota // iptables, iptables-restore, iptables-save
 	IPv6               // ip6tables, ip6tables-restore, ip6tables-save
 )
+
+// FamilyOf is the tables of an API IP family.
+func FamilyOf(f v1.IPFamily) Family {
+	if f == v1.IPv6Protocol {
+		return IPv6
+	}
+	return IPv4
+}
+
+// IPFamily is f as the API names it.
+func (f Family) IPFamily() v1.IPFamily {
+	if f == IPv6 {
+		return v1.IPv6Protocol
+	}
+	return v1.IPv4Protocol
+}
 
 // tool is the family's name of an iptables program: "iptables-save" is
 // "ip6tables-save" for IPv6.

@@ -5,8 +5,6 @@ import (
 	"net"
 	"strings"
 
-	v1 "k8s.io/api/core/v1"
-
 	"orch/internal/cidr"
 	"orch/internal/iptsync"
 )
@@ -39,36 +37,12 @@ func familiesOf(cidrs []string) ([]iptsync.Family, error) {
 	return out, nil
 }
 
-// isFamily reports whether ip is an address of family f. An IPv4-mapped
-// IPv6 address counts as IPv4, as the kernel's IPv4 stack carries it.
-func isFamily(ip net.IP, f iptsync.Family) bool {
-	if f == iptsync.IPv6 {
-		return ip.To4() == nil && ip.To16() != nil
-	}
-	return ip.To4() != nil
-}
-
-// addrOf is the pod's address of family f, or "" when it has none (a
-// single-stack pod, or one whose address is not assigned yet): such a pod
-// is neither isolated nor a peer in that family.
-func addrOf(p *v1.Pod, f iptsync.Family) string {
-	for _, a := range p.Status.PodIPs {
-		if ip := net.ParseIP(a.IP); ip != nil && isFamily(ip, f) {
-			return ip.String()
-		}
-	}
-	if ip := net.ParseIP(p.Status.PodIP); ip != nil && isFamily(ip, f) {
-		return ip.String()
-	}
-	return ""
-}
-
 // netsOf keeps the CIDRs of family f, masked: an ipBlock (and its
 // exceptions) goes to the rules of its own family only.
 func netsOf(cidrs []string, f iptsync.Family) []string {
 	var out []string
 	for _, c := range cidrs {
-		if _, n, err := net.ParseCIDR(c); err == nil && isFamily(n.IP, f) {
+		if _, n, err := net.ParseCIDR(c); err == nil && cidr.FamilyOf(n.IP.String()) == f.IPFamily() {
 			out = append(out, n.String())
 		}
 	}

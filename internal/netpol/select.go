@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"orch/internal/cidr"
 	"orch/internal/iptsync"
 )
 
@@ -32,7 +33,7 @@ func podsOf(list []*v1.Pod, f iptsync.Family) []*pod {
 		if p.Spec.HostNetwork || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 			continue
 		}
-		ip := addrOf(p, f)
+		ip := cidr.PodIPOf(p, f.IPFamily())
 		if ip == "" {
 			continue
 		}

@@ -6,8 +6,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	"sigs.k8s.io/knftables"
-
-	"orch/internal/iptsync"
 )
 
 // The proxy programs each IP family of the cluster on its own, as
@@ -27,13 +25,6 @@ func addressType(ipv6 bool) discovery.AddressType {
 		return discovery.AddressTypeIPv6
 	}
 	return discovery.AddressTypeIPv4
-}
-
-func iptFamily(f v1.IPFamily) iptsync.Family {
-	if f == v1.IPv6Protocol {
-		return iptsync.IPv6
-	}
-	return iptsync.IPv4
 }
 
 func nftFamily(f v1.IPFamily) knftables.Family {

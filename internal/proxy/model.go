@@ -8,6 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
+
+	"orch/internal/cidr"
 )
 
 // Labels that take a Service (or its EndpointSlices) away from this proxy,
@@ -70,14 +72,10 @@ func (sp *servicePort) usesLocal() bool {
 // ipOf returns s in canonical form when it is an address of the family
 // (IPv6 when ipv6 is set), "" otherwise.
 func ipOf(s string, ipv6 bool) string {
-	ip := net.ParseIP(strings.TrimSpace(s))
-	if ip == nil || (ip.To4() == nil) != ipv6 {
-		return ""
+	if ipv6 {
+		return cidr.AddrOf(s, v1.IPv6Protocol)
 	}
-	if !ipv6 {
-		ip = ip.To4()
-	}
-	return ip.String()
+	return cidr.AddrOf(s, v1.IPv4Protocol)
 }
 
 // skipService reports whether the proxy leaves a Service alone: headless,

@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"sort"
 	"strings"
 
@@ -25,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"orch/internal/cidr"
 	"orch/internal/controller"
 	"orch/internal/worker"
 )
@@ -176,36 +176,11 @@ func addressFor(svc *corev1.Service, pod *corev1.Pod) string {
 	case len(svc.Spec.IPFamilies) > 0:
 		family = svc.Spec.IPFamilies[0]
 	case svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone:
-		family = familyOf(svc.Spec.ClusterIP)
+		family = cidr.FamilyOf(svc.Spec.ClusterIP)
 	default:
-		family = familyOf(pod.Status.PodIP)
+		family = cidr.FamilyOf(pod.Status.PodIP)
 	}
-	for _, ip := range podIPs(pod) {
-		if addr, err := netip.ParseAddr(ip); err == nil && familyOf(ip) == family {
-			return addr.Unmap().String()
-		}
-	}
-	return ""
-}
-
-// podIPs are the pod's addresses: status.podIPs, or status.podIP for a pod
-// that lists none.
-func podIPs(pod *corev1.Pod) []string {
-	if len(pod.Status.PodIPs) == 0 {
-		return []string{pod.Status.PodIP}
-	}
-	ips := make([]string, len(pod.Status.PodIPs))
-	for i, ip := range pod.Status.PodIPs {
-		ips[i] = ip.IP
-	}
-	return ips
-}
-
-func familyOf(ip string) corev1.IPFamily {
-	if addr, err := netip.ParseAddr(ip); err == nil && addr.Is6() && !addr.Is4In6() {
-		return corev1.IPv6Protocol
-	}
-	return corev1.IPv4Protocol
+	return cidr.PodIPOf(pod, family)
 }
 
 func endpointPorts(svc *corev1.Service, pod *corev1.Pod) ([]corev1.EndpointPort, string) {

@@ -2,7 +2,6 @@ package endpointslice
 
 import (
 	"fmt"
-	"net/netip"
 	"sort"
 	"strings"
 
@@ -10,6 +9,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/utils/ptr"
 
+	"orch/internal/cidr"
 	"orch/internal/controller"
 )
 
@@ -40,7 +40,7 @@ func slicesOf(svc *corev1.Service, pods []*corev1.Pod, zones map[string]string, 
 	groups := map[string]*discoveryv1.EndpointSlice{}
 	var order []string
 	for _, pod := range pods {
-		ip := podAddress(pod, addressType)
+		ip := cidr.PodIPOf(pod, corev1.IPFamily(addressType))
 		if ip == "" || !includePod(pod) {
 			continue // a pod without an address of this family is in no slice of it
 		}
@@ -90,34 +90,9 @@ func addressTypes(svc *corev1.Service) []discoveryv1.AddressType {
 	case len(types) > 0:
 		return types
 	case svc.Spec.ClusterIP != "" && svc.Spec.ClusterIP != corev1.ClusterIPNone:
-		return []discoveryv1.AddressType{addressTypeOf(svc.Spec.ClusterIP)}
+		return []discoveryv1.AddressType{discoveryv1.AddressType(cidr.FamilyOf(svc.Spec.ClusterIP))}
 	}
 	return []discoveryv1.AddressType{discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6}
-}
-
-// podAddress is the pod's address of addressType's family ("" if it has
-// none), from status.podIPs (status.podIP for a pod that lists none).
-func podAddress(pod *corev1.Pod, addressType discoveryv1.AddressType) string {
-	ips := []string{pod.Status.PodIP}
-	if len(pod.Status.PodIPs) > 0 {
-		ips = ips[:0]
-		for _, ip := range pod.Status.PodIPs {
-			ips = append(ips, ip.IP)
-		}
-	}
-	for _, ip := range ips {
-		if addr, err := netip.ParseAddr(ip); err == nil && addressTypeOf(ip) == addressType {
-			return addr.Unmap().String()
-		}
-	}
-	return ""
-}
-
-func addressTypeOf(ip string) discoveryv1.AddressType {
-	if addr, err := netip.ParseAddr(ip); err == nil && addr.Is6() && !addr.Is4In6() {
-		return discoveryv1.AddressTypeIPv6
-	}
-	return discoveryv1.AddressTypeIPv4
 }
 
 // includePod is true for pods that have not finished.

@@ -2,12 +2,13 @@ package services
 
 import (
 	"fmt"
-	"net/netip"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+
+	"orch/internal/cidr"
 )
 
 // InitIPFamilies settles spec.ipFamilyPolicy and spec.ipFamilies of svc
@@ -132,7 +133,7 @@ func inferIPFamilies(spec *corev1.ServiceSpec, cluster []corev1.IPFamily) field.
 		if i < len(spec.IPFamilies) {
 			continue // validation has matched the IP against it
 		}
-		family := ipFamilyOf(ip)
+		family := cidr.FamilyOf(ip)
 		if !slices.Contains(cluster, family) {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "clusterIPs").Index(i), spec.ClusterIPs,
 				fmt.Sprintf("%s is not configured on this cluster", family)))
@@ -177,14 +178,6 @@ func headlessWithoutSelector(spec *corev1.ServiceSpec) bool {
 
 func otherFamily(f corev1.IPFamily) corev1.IPFamily {
 	if f == corev1.IPv4Protocol {
-		return corev1.IPv6Protocol
-	}
-	return corev1.IPv4Protocol
-}
-
-// ipFamilyOf is IPv6 for an IPv6 address and IPv4 otherwise.
-func ipFamilyOf(ip string) corev1.IPFamily {
-	if addr, err := netip.ParseAddr(ip); err == nil && addr.Is6() && !addr.Is4In6() {
 		return corev1.IPv6Protocol
 	}
 	return corev1.IPv4Protocol

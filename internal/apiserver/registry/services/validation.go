@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"orch/internal/cidr"
 )
 
 // maxClientIPAffinitySeconds is the longest ClientIP session affinity (a day).
@@ -154,7 +156,7 @@ func validateClusterIPs(spec *corev1.ServiceSpec, specPath *field.Path) field.Er
 			errs = append(errs, field.Invalid(ipsPath.Index(i), ip, "must be empty, 'None', or a valid IP address"))
 		}
 	}
-	if len(spec.ClusterIPs) == 2 && ipFamilyOf(spec.ClusterIPs[0]) == ipFamilyOf(spec.ClusterIPs[1]) {
+	if len(spec.ClusterIPs) == 2 && cidr.FamilyOf(spec.ClusterIPs[0]) == cidr.FamilyOf(spec.ClusterIPs[1]) {
 		errs = append(errs, field.Invalid(ipsPath, spec.ClusterIPs, "may specify no more than one IP for each IP family"))
 	}
 
@@ -180,7 +182,7 @@ func validateClusterIPs(spec *corev1.ServiceSpec, specPath *field.Path) field.Er
 		if ip == corev1.ClusterIPNone || i >= len(spec.IPFamilies) {
 			continue
 		}
-		if _, err := netip.ParseAddr(ip); err == nil && ipFamilyOf(ip) != spec.IPFamilies[i] {
+		if _, err := netip.ParseAddr(ip); err == nil && cidr.FamilyOf(ip) != spec.IPFamilies[i] {
 			errs = append(errs, field.Invalid(ipsPath.Index(i), ip, fmt.Sprintf("expected an %s value as indicated by `ipFamilies[%d]`", spec.IPFamilies[i], i)))
 		}
 	}
