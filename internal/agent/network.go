@@ -45,16 +45,12 @@ func clusterNetwork(c checked, cluster join.Cluster, creds *join.Credentials, cn
 	if err != nil {
 		return nil, err
 	}
-	var clusterCIDRs []string
-	for _, pfx := range prefixes {
-		clusterCIDRs = append(clusterCIDRs, pfx.String())
-	}
 	if !c.DisableProxy {
 		proxyClient, err := componentClient(creds, join.KubeProxyUser, "service proxy", log)
 		if err != nil {
 			return nil, err
 		}
-		p, err := proxy.New(proxy.Config{Mode: c.ProxyMode, NodeName: c.NodeName, NodeIPs: c.ips, ClusterCIDRs: clusterCIDRs}, proxyClient, log)
+		p, err := proxy.New(proxy.Config{Mode: c.ProxyMode, NodeName: c.NodeName, NodeIPs: c.ips, ClusterCIDRs: prefixes}, proxyClient, log)
 		if err != nil {
 			return nil, err
 		}
@@ -66,7 +62,7 @@ func clusterNetwork(c checked, cluster join.Cluster, creds *join.Credentials, cn
 		}
 	} else {
 		// The pod network's identity: network policy is part of it.
-		e, err := netpol.New(netpol.Config{NodeName: c.NodeName, ClusterCIDRs: clusterCIDRs, PodBridge: network.DefaultBridgeName}, routesClient, log)
+		e, err := netpol.New(netpol.Config{NodeName: c.NodeName, ClusterCIDRs: prefixes, PodBridge: network.DefaultBridgeName}, routesClient, log)
 		if err != nil {
 			return nil, err
 		}

@@ -60,8 +60,8 @@
 //
 // No ipsets: a peer is a rule per pod address.
 //
-// Example, in the agent (clusterCIDRs from --cluster-cidr, e.g.
-// "10.42.0.0/16", "fd00:42::/56"):
+// Example, in the agent (clusterCIDRs from cidr.ParseList of --cluster-cidr,
+// e.g. 10.42.0.0/16,fd00:42::/56):
 //
 //	e, err := netpol.New(netpol.Config{NodeName: "node-1", ClusterCIDRs: clusterCIDRs}, client, log)
 //	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -29,10 +30,10 @@ const (
 // Config configures an Enforcer.
 type Config struct {
 	NodeName string // whose pods it isolates
-	// ClusterCIDRs are the pods' CIDRs, at most one per IP family (dual
-	// stack: "10.42.0.0/16", "fd00:42::/56"): the enforcer isolates pods
-	// in each of their families. None: IPv4 only.
-	ClusterCIDRs []string
+	// ClusterCIDRs are the pods' CIDRs as cidr.ParseList returns them: at
+	// most one per IP family (dual stack: 10.42.0.0/16, fd00:42::/56). The
+	// enforcer isolates pods in each of their families. None: IPv4 only.
+	ClusterCIDRs []netip.Prefix
 	// PodBridge is the Linux bridge of the node's pods (Input.PodBridge).
 	PodBridge string
 	// Resync is how often the rules and the jumps to them are checked
@@ -87,10 +88,7 @@ func newEnforcer(cfg Config, client kubernetes.Interface, log *slog.Logger, writ
 	if cfg.NodeName == "" {
 		return nil, errors.New("network policy: Config.NodeName is required (the name of this node, to find its pods)")
 	}
-	fams, err := familiesOf(cfg.ClusterCIDRs)
-	if err != nil {
-		return nil, err
-	}
+	fams := familiesOf(cfg.ClusterCIDRs)
 	if cfg.Resync <= 0 {
 		cfg.Resync = DefaultResync
 	}

@@ -3,6 +3,7 @@ package netpol
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 
 	"orch/internal/cidr"
@@ -18,23 +19,15 @@ import (
 
 // familiesOf are the IP families of the cluster CIDRs, in their order;
 // none is IPv4 alone (a cluster of an older configuration).
-func familiesOf(cidrs []string) ([]iptsync.Family, error) {
+func familiesOf(cidrs []netip.Prefix) []iptsync.Family {
 	if len(cidrs) == 0 {
-		return []iptsync.Family{iptsync.IPv4}, nil
-	}
-	prefixes, err := cidr.ParseList("network policy: cluster CIDRs", strings.Join(cidrs, ","))
-	if err != nil {
-		return nil, err
+		return []iptsync.Family{iptsync.IPv4}
 	}
 	var out []iptsync.Family
-	for _, p := range prefixes {
-		f := iptsync.IPv4
-		if !p.Addr().Is4() {
-			f = iptsync.IPv6
-		}
-		out = append(out, f)
+	for _, p := range cidrs {
+		out = append(out, iptsync.FamilyOf(cidr.FamilyOf(p.Addr().String())))
 	}
-	return out, nil
+	return out
 }
 
 // netsOf keeps the CIDRs of family f, masked: an ipBlock (and its

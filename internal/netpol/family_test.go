@@ -2,13 +2,18 @@ package netpol
 
 import (
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"orch/internal/cidr"
 	"orch/internal/goldentest"
 	"orch/internal/iptsync"
 )
+
+// dualStack is a dual-stack cluster's --cluster-cidr.
+var dualStack = []netip.Prefix{netip.MustParsePrefix("10.42.0.0/16"), netip.MustParsePrefix("fd00:42::/56")}
 
 // familyInput is testdata/<name>.yaml on node as the rules of family f.
 func familyInput(t *testing.T, name, node string, f iptsync.Family) Input {
@@ -130,26 +135,24 @@ func TestBuildIPv4Unchanged(t *testing.T) {
 
 func TestFamiliesOf(t *testing.T) {
 	for _, tc := range []struct {
-		cidrs []string
-		want  string // "" for an error
+		cidrs string // as --cluster-cidr
+		want  string
 	}{
-		{nil, "[IPv4]"},
-		{[]string{"10.42.0.0/16"}, "[IPv4]"},
-		{[]string{"10.42.0.0/16", "fd00:42::/56"}, "[IPv4 IPv6]"},
-		{[]string{"fd00:42::/56", "10.42.0.0/16"}, "[IPv6 IPv4]"},
-		{[]string{"fd00:42::/56"}, "[IPv6]"},
-		{[]string{"10.42.0.0/16", "10.43.0.0/16"}, ""},
-		{[]string{"10.42.0.0"}, ""},
+		{"", "[IPv4]"},
+		{"10.42.0.0/16", "[IPv4]"},
+		{"10.42.0.0/16,fd00:42::/56", "[IPv4 IPv6]"},
+		{"fd00:42::/56,10.42.0.0/16", "[IPv6 IPv4]"},
+		{"fd00:42::/56", "[IPv6]"},
 	} {
-		got, err := familiesOf(tc.cidrs)
-		if tc.want == "" {
-			if err == nil {
-				t.Errorf("familiesOf(%q) = %v, want an error", tc.cidrs, got)
+		var ps []netip.Prefix
+		if tc.cidrs != "" {
+			var err error
+			if ps, err = cidr.ParseList("--cluster-cidr", tc.cidrs); err != nil {
+				t.Fatal(err)
 			}
-			continue
 		}
-		if err != nil || fmt.Sprint(got) != tc.want {
-			t.Errorf("familiesOf(%q) = %v, %v; want %s", tc.cidrs, got, err, tc.want)
+		if got := familiesOf(ps); fmt.Sprint(got) != tc.want {
+			t.Errorf("familiesOf(%q) = %v, want %s", tc.cidrs, got, tc.want)
 		}
 	}
 }
@@ -159,12 +162,12 @@ func TestFamiliesOf(t *testing.T) {
 // pods would stay open in that family.
 func TestEnforcerFamilies(t *testing.T) {
 	var asked []iptsync.Family
-	e, err := newEnforcer(Config{NodeName: "n1", ClusterCIDRs: []string{"10.42.0.0/16", "fd00:42::/56"}}, nil, nil,
+	e, err := newEnforcer(Config{NodeName: "n1", ClusterCIDRs: dualStack}, nil, nil,
 		func(f iptsync.Family) (iptsync.Writer, error) { asked = append(asked, f); return nil, nil })
 	if err != nil || len(e.families) != 2 || fmt.Sprint(asked) != "[IPv4 IPv6]" {
 		t.Fatalf("newEnforcer: %v; asked %v", err, asked)
 	}
-	_, err = newEnforcer(Config{NodeName: "n1", ClusterCIDRs: []string{"10.42.0.0/16", "fd00:42::/56"}}, nil, nil,
+	_, err = newEnforcer(Config{NodeName: "n1", ClusterCIDRs: dualStack}, nil, nil,
 		func(f iptsync.Family) (iptsync.Writer, error) {
 			if f == iptsync.IPv6 {
 				return nil, fmt.Errorf("ip6tables-restore not found")
@@ -197,7 +200,7 @@ func (r *recorder) Restore(data []byte) error {
 // enforcer is not ready until both are written.
 func TestEnforcerSyncsEachFamily(t *testing.T) {
 	w := map[iptsync.Family]*recorder{iptsync.IPv4: {}, iptsync.IPv6: {fail: fmt.Errorf("ip6tables-restore failed")}}
-	e, err := newEnforcer(Config{NodeName: "n1", ClusterCIDRs: []string{"10.42.0.0/16", "fd00:42::/56"}}, nil, nil,
+	e, err := newEnforcer(Config{NodeName: "n1", ClusterCIDRs: dualStack}, nil, nil,
 		func(f iptsync.Family) (iptsync.Writer, error) { return w[f], nil })
 	if err != nil {
 		t.Fatal(err)

@@ -113,7 +113,7 @@ func TestDualStackLifecycle(t *testing.T) {
 			t.Skipf("%s not installed (Debian: apt-get install iptables)", bin)
 		}
 	}
-	e, err := New(Config{NodeName: "n1", ClusterCIDRs: []string{"10.42.0.0/16", "fd00:42::/56"}}, nil, nil)
+	e, err := New(Config{NodeName: "n1", ClusterCIDRs: dualStack}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

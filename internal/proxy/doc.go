@@ -75,10 +75,12 @@
 //
 // Example, in the agent:
 //
+//	clusterCIDRs, err := cidr.ParseList("--cluster-cidr", "10.42.0.0/16,fd00:42::/56")
+//	...
 //	p, err := proxy.New(proxy.Config{
 //		NodeName:     "node-1",
 //		NodeIPs:      []net.IP{net.ParseIP("192.168.1.10"), net.ParseIP("2001:db8::10")},
-//		ClusterCIDRs: []string{"10.42.0.0/16", "fd00:42::/56"},
+//		ClusterCIDRs: clusterCIDRs,
 //	}, client, log)
 //	if err != nil {
 //		return err // iptables (or ip6tables) is missing

@@ -176,7 +176,7 @@ func TestDualStackKernel(t *testing.T) {
 	}
 	flushEverything(t)
 	t.Cleanup(func() { flushEverything(t) })
-	p, err := newProxier(Config{NodeName: testNode, ClusterCIDRs: []string{testCIDR, testCIDR6}}, nil, quiet)
+	p, err := newProxier(Config{NodeName: testNode, ClusterCIDRs: prefixes(t, testCIDR+","+testCIDR6)}, nil, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,13 @@ package proxy
 
 import (
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"orch/internal/cidr"
 	"orch/internal/goldentest"
 
 	v1 "k8s.io/api/core/v1"
@@ -25,6 +27,19 @@ var (
 	testNodeIP  = net.ParseIP("192.168.0.2")
 	testNodeIP6 = net.ParseIP("2001:db8:1::2")
 )
+
+// prefixes is a --cluster-cidr value as the agent hands it over ("": none).
+func prefixes(t *testing.T, value string) []netip.Prefix {
+	t.Helper()
+	if value == "" {
+		return nil
+	}
+	ps, err := cidr.ParseList("--cluster-cidr", value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
 
 // loadInput reads testdata/<name>.yaml: Services and EndpointSlices as
 // YAML documents separated by "---".

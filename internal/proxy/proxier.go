@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -51,12 +52,13 @@ type Config struct {
 	Mode     string
 	NodeName string
 	NodeIPs  []net.IP // this node's addresses, of either family
-	// ClusterCIDRs are the pods' CIDRs, at most one per IP family (dual
-	// stack: "10.42.0.0/16" and "fd00:42::/56"). The proxy programs the
-	// families of these CIDRs, IPv4 alone when there is none. Traffic to
-	// a cluster IP from outside its family's CIDR is masqueraded; without
-	// CIDRs there is no such masquerade (kube-proxy without --cluster-cidr).
-	ClusterCIDRs []string
+	// ClusterCIDRs are the pods' CIDRs as cidr.ParseList returns them: at
+	// most one per IP family, the primary first (dual stack: 10.42.0.0/16
+	// and fd00:42::/56). The proxy programs the families of these CIDRs,
+	// IPv4 alone when there is none. Traffic to a cluster IP from outside
+	// its family's CIDR is masqueraded; without CIDRs there is no such
+	// masquerade (kube-proxy without --cluster-cidr).
+	ClusterCIDRs []netip.Prefix
 	// MinSyncPeriod is the least time between two syncs; changes within it
 	// are batched. The first change after a quiet time syncs at once.
 	MinSyncPeriod time.Duration
@@ -137,10 +139,7 @@ func newProxier(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Pro
 	default:
 		return nil, fmt.Errorf("proxy: unknown proxy mode %q (iptables or nftables)", cfg.Mode)
 	}
-	fams, err := familiesOf(cfg.ClusterCIDRs)
-	if err != nil {
-		return nil, err
-	}
+	fams := familiesOf(cfg.ClusterCIDRs)
 	if cfg.MinSyncPeriod <= 0 {
 		cfg.MinSyncPeriod = DefaultMinSyncPeriod
 	}
@@ -163,26 +162,17 @@ func newProxier(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Pro
 	}, nil
 }
 
-// familiesOf checks the cluster CIDRs (one or two, of different families,
-// as cidr.ParseList takes them) and returns their families in order, each
-// with its CIDR masked; IPv4 without a CIDR when there is none.
-func familiesOf(cidrs []string) ([]*familyState, error) {
+// familiesOf are the families of the cluster CIDRs in their order, each
+// with its CIDR; IPv4 without a CIDR when there is none.
+func familiesOf(cidrs []netip.Prefix) []*familyState {
 	if len(cidrs) == 0 {
-		return []*familyState{{family: v1.IPv4Protocol}}, nil
-	}
-	prefixes, err := cidr.ParseList("proxy: cluster CIDRs", strings.Join(cidrs, ","))
-	if err != nil {
-		return nil, err
+		return []*familyState{{family: v1.IPv4Protocol}}
 	}
 	var out []*familyState
-	for _, p := range prefixes {
-		f := v1.IPv4Protocol
-		if !p.Addr().Is4() {
-			f = v1.IPv6Protocol
-		}
-		out = append(out, &familyState{family: f, clusterCIDR: p.String()})
+	for _, p := range cidrs {
+		out = append(out, &familyState{family: cidr.FamilyOf(p.Addr().String()), clusterCIDR: p.Masked().String()})
 	}
-	return out, nil
+	return out
 }
 
 // routeLocalnet is the sysctl that lets DNAT send packets addressed to

@@ -19,16 +19,13 @@ func TestNewChecksConfig(t *testing.T) {
 		want string
 	}{
 		{Config{}, "NodeName is required"},
-		{Config{NodeName: "n", ClusterCIDRs: []string{"10.42.0.0"}}, "not a CIDR"},
-		{Config{NodeName: "n", ClusterCIDRs: []string{"10.42.0.0/16", "10.44.0.0/16"}}, "one IPv4 and one IPv6"},
-		{Config{NodeName: "n", ClusterCIDRs: []string{"10.42.0.0/16", "fd00::/64", "fd01::/64"}}, "at most two"},
 		{Config{NodeName: "n", Mode: "ipvs"}, "unknown proxy mode"},
 	} {
 		if _, err := newProxier(tc.cfg, fake.NewClientset(), nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("newProxier(%+v) = %v, want an error with %q", tc.cfg, err, tc.want)
 		}
 	}
-	p, err := newProxier(Config{NodeName: "n", ClusterCIDRs: []string{"10.42.1.0/16"}}, fake.NewClientset(), nil)
+	p, err := newProxier(Config{NodeName: "n", ClusterCIDRs: prefixes(t, "10.42.1.0/16")}, fake.NewClientset(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,16 +33,16 @@ func TestNewChecksConfig(t *testing.T) {
 		t.Errorf("defaults: %+v", p.cfg)
 	}
 	for _, tc := range []struct {
-		cidrs []string
+		cidrs string // as --cluster-cidr
 		want  string // family=CIDR, in order
 	}{
-		{nil, "IPv4="},
-		{[]string{"10.42.1.0/16"}, "IPv4=10.42.0.0/16"},
-		{[]string{"fd00:42::1/56"}, "IPv6=fd00:42::/56"},
-		{[]string{"10.42.0.0/16", "fd00:42::/56"}, "IPv4=10.42.0.0/16 IPv6=fd00:42::/56"},
-		{[]string{"fd00:42::/56", "10.42.0.0/16"}, "IPv6=fd00:42::/56 IPv4=10.42.0.0/16"},
+		{"", "IPv4="},
+		{"10.42.1.0/16", "IPv4=10.42.0.0/16"},
+		{"fd00:42::1/56", "IPv6=fd00:42::/56"},
+		{"10.42.0.0/16,fd00:42::/56", "IPv4=10.42.0.0/16 IPv6=fd00:42::/56"},
+		{"fd00:42::/56,10.42.0.0/16", "IPv6=fd00:42::/56 IPv4=10.42.0.0/16"},
 	} {
-		p, err := newProxier(Config{NodeName: "n", ClusterCIDRs: tc.cidrs}, fake.NewClientset(), nil)
+		p, err := newProxier(Config{NodeName: "n", ClusterCIDRs: prefixes(t, tc.cidrs)}, fake.NewClientset(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +94,7 @@ func TestProxierFollowsAPI(t *testing.T) {
 	defer cancel()
 	client := clientWith(t, in)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	p, err := newProxier(Config{NodeName: testNode, ClusterCIDRs: []string{testCIDR}, MinSyncPeriod: time.Millisecond}, client, log)
+	p, err := newProxier(Config{NodeName: testNode, ClusterCIDRs: prefixes(t, testCIDR), MinSyncPeriod: time.Millisecond}, client, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +159,7 @@ func TestProxierDualStack(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	client := clientWith(t, in)
-	p, err := newProxier(Config{NodeName: testNode, ClusterCIDRs: []string{testCIDR, testCIDR6}, MinSyncPeriod: time.Millisecond}, client, quiet)
+	p, err := newProxier(Config{NodeName: testNode, ClusterCIDRs: prefixes(t, testCIDR+","+testCIDR6), MinSyncPeriod: time.Millisecond}, client, quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
