@@ -170,8 +170,6 @@ func TestValidateUpdateFamilies(t *testing.T) {
 			[]string{"spec.clusterIPs[1]"}, []string{"may not change once set"}},
 		{"primary family changed", familySpec{policy: corev1.IPFamilyPolicyRequireDualStack, families: v6v4, ips: []string{"fd00:43::5", "10.43.0.5"}},
 			[]string{"spec.clusterIPs[0]", "spec.clusterIPs[1]", "spec.ipFamilies[0]"}, []string{"may not change", "may not change", "may not change"}},
-		{"dropped without SingleStack", familySpec{policy: corev1.IPFamilyPolicyPreferDualStack, families: v4Only, ips: []string{"10.43.0.5"}},
-			[]string{"spec.ipFamilyPolicy", "spec.ipFamilyPolicy"}, []string{"releasing the secondary clusterIP", "releasing the secondary ipFamily"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

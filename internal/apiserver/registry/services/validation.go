@@ -294,9 +294,10 @@ func validateTrafficPolicies(svc *corev1.Service, specPath *field.Path) field.Er
 }
 
 // validateUpdate lets an update add or drop the second cluster IP and IP
-// family (dropping takes ipFamilyPolicy SingleStack) but not change the
-// others, unless the service is or becomes an ExternalName service; a
-// headless service may change its families.
+// family but not change the others, unless the service is or becomes an
+// ExternalName service; a headless service may change its families. That
+// dropping takes ipFamilyPolicy SingleStack is InitIPFamilies' check, which
+// runs before validation, as upstream's registry does.
 func validateUpdate(svc, old *corev1.Service) field.ErrorList {
 	if svc.Spec.Type == corev1.ServiceTypeExternalName || old.Spec.Type == corev1.ServiceTypeExternalName {
 		return nil
@@ -328,9 +329,6 @@ func validateClusterIPsUpdate(spec, old *corev1.ServiceSpec) field.ErrorList {
 		} else if ips[0] != oldIPs[0] {
 			errs = append(errs, field.Invalid(ipsPath.Index(0), ips, "may not change once set"))
 		}
-		if len(ips) == 1 && !singleStack(spec) {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "ipFamilyPolicy"), spec.IPFamilyPolicy, "must be set to 'SingleStack' when releasing the secondary clusterIP"))
-		}
 	case len(oldIPs) > 0 && ips[0] != oldIPs[0]:
 		errs = append(errs, field.Invalid(ipsPath.Index(0), ips, "may not change once set"))
 	}
@@ -353,9 +351,6 @@ func validateIPFamiliesUpdate(spec, old *corev1.ServiceSpec) field.ErrorList {
 		if len(families) > 0 && families[0] != oldFamilies[0] {
 			errs = append(errs, field.Invalid(familiesPath.Index(0), families, "may not change once set"))
 		}
-		if len(families) == 1 && !singleStack(spec) {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "ipFamilyPolicy"), spec.IPFamilyPolicy, "must be set to 'SingleStack' when releasing the secondary ipFamily"))
-		}
 	case len(oldFamilies) > 0 && families[0] != oldFamilies[0]:
 		errs = append(errs, field.Invalid(familiesPath.Index(0), families, "may not change once set"))
 	}
@@ -364,10 +359,6 @@ func validateIPFamiliesUpdate(spec, old *corev1.ServiceSpec) field.ErrorList {
 
 func isHeadless(spec *corev1.ServiceSpec) bool {
 	return len(spec.ClusterIPs) == 1 && spec.ClusterIPs[0] == corev1.ClusterIPNone
-}
-
-func singleStack(spec *corev1.ServiceSpec) bool {
-	return spec.IPFamilyPolicy != nil && *spec.IPFamilyPolicy == corev1.IPFamilyPolicySingleStack
 }
 
 func contains(list []string, s string) bool { return slices.Contains(list, s) }
