@@ -82,6 +82,7 @@ func New(ctx controller.Context) *Controller {
 	c.builder = &graphBuilder{
 		log:      log,
 		metadata: ctx.Metadata,
+		shared:   ctx.Informers,
 		mapper:   mapper,
 		recorder: ctx.Recorder(eventComponent),
 		monitors: map[schema.GroupVersionResource]*monitor{},

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"k8s.io/client-go/informers"
+
 	"orch/internal/worker"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -40,6 +42,9 @@ type event struct {
 type graphBuilder struct {
 	log      *slog.Logger
 	metadata metadata.Interface
+	// shared are the controllers' informers, which watch the resources the
+	// typed factory knows for the collector too; nil: none.
+	shared   informers.SharedInformerFactory
 	mapper   meta.RESTMapper
 	recorder record.EventRecorder
 

@@ -19,13 +19,30 @@ var ignoredResources = map[schema.GroupResource]struct{}{
 	{Group: "events.k8s.io", Resource: "events"}: {},
 }
 
-// monitor watches one resource with a metadata informer and feeds the graph.
+// monitor watches one resource and feeds the graph: through the
+// controllers' shared informer when their typed factory serves the resource
+// (one watch and one cache for both, as upstream's collector), else with a
+// metadata informer of its own.
 type monitor struct {
 	kind         schema.GroupVersionKind
 	informer     cache.SharedIndexInformer
 	registration cache.ResourceEventHandlerRegistration
-	// cancel stops the informer; nil until it runs.
+	shared       bool // the informer is the factory's, which runs it
+	running      bool
+	// cancel stops an informer of the collector's own once it runs.
 	cancel context.CancelFunc
+}
+
+// stop takes the monitor off its resource: a shared informer runs on for
+// the controllers without the collector's handler.
+func (m *monitor) stop() {
+	if m.shared {
+		_ = m.informer.RemoveEventHandler(m.registration)
+		return
+	}
+	if m.cancel != nil {
+		m.cancel()
+	}
 }
 
 // deletableResources returns the preferred version of every resource that
@@ -74,8 +91,8 @@ func (gb *graphBuilder) syncMonitors(resources map[schema.GroupVersionResource]s
 		kept[gvr] = m
 	}
 	for gvr, m := range gb.monitors {
-		if _, ok := kept[gvr]; !ok && m.cancel != nil {
-			m.cancel()
+		if _, ok := kept[gvr]; !ok {
+			m.stop()
 		}
 	}
 	gb.monitors = kept
@@ -84,7 +101,16 @@ func (gb *graphBuilder) syncMonitors(resources map[schema.GroupVersionResource]s
 }
 
 func (gb *graphBuilder) newMonitor(gvr schema.GroupVersionResource, kind schema.GroupVersionKind) (*monitor, error) {
-	informer := metadatainformer.NewFilteredMetadataInformer(gb.metadata, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	var informer cache.SharedIndexInformer
+	shared := false
+	if gb.shared != nil {
+		if gi, err := gb.shared.ForResource(gvr); err == nil {
+			informer, shared = gi.Informer(), true
+		}
+	}
+	if informer == nil {
+		informer = metadatainformer.NewFilteredMetadataInformer(gb.metadata, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+	}
 	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			gb.graphChanges.Add(&event{eventType: addEvent, obj: obj, gvk: kind})
@@ -102,24 +128,33 @@ func (gb *graphBuilder) newMonitor(gvr schema.GroupVersionResource, kind schema.
 	if err != nil {
 		return nil, fmt.Errorf("cannot watch %s: %w", gvr, err)
 	}
-	return &monitor{kind: kind, informer: informer, registration: reg}, nil
+	return &monitor{kind: kind, informer: informer, registration: reg, shared: shared}, nil
 }
 
 // startMonitorsLocked runs the monitors that do not run yet, once the
-// builder itself runs.
+// builder itself runs; the factory starts the shared informers it has not
+// started yet.
 func (gb *graphBuilder) startMonitorsLocked() {
 	if gb.ctx == nil {
 		return
 	}
-	started := 0
+	started, shared := 0, false
 	for _, m := range gb.monitors {
-		if m.cancel != nil {
+		if m.running {
+			continue
+		}
+		m.running = true
+		started++
+		if m.shared {
+			shared = true
 			continue
 		}
 		ctx, cancel := context.WithCancel(gb.ctx)
 		m.cancel = cancel
 		go m.informer.RunWithContext(ctx)
-		started++
+	}
+	if shared {
+		gb.shared.StartWithContext(gb.ctx)
 	}
 	if started > 0 {
 		gb.log.Debug("started resource monitors", "started", started, "total", len(gb.monitors))
@@ -147,9 +182,7 @@ func (gb *graphBuilder) stopMonitors() {
 	gb.monitorLock.Lock()
 	defer gb.monitorLock.Unlock()
 	for _, m := range gb.monitors {
-		if m.cancel != nil {
-			m.cancel()
-		}
+		m.stop()
 	}
 	gb.monitors = map[schema.GroupVersionResource]*monitor{}
 }
