@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
@@ -19,7 +20,8 @@ import (
 // typed factory serves is watched once, through its informer; another
 // (a custom resource) through a metadata informer of the collector's.
 func TestMonitorsShareTheControllersInformers(t *testing.T) {
-	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	client := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(client, 0)
 	gb := &graphBuilder{shared: factory, metadata: metadatafake.NewSimpleMetadataClient(runtime.NewScheme())}
 	pods, err := gb.newMonitor(corev1.SchemeGroupVersion.WithResource("pods"), corev1.SchemeGroupVersion.WithKind("Pod"))
 	if err != nil {
@@ -44,9 +46,17 @@ func TestMonitorsShareTheControllersInformers(t *testing.T) {
 		t.Fatalf("the factory runs no synced pods informer: %v", synced)
 	}
 	envtest.Eventually(t, "the monitor's handler synced", func() (bool, error) { return pods.registration.HasSynced(), nil })
-	// Stopping the shared monitor leaves the informer to the controllers.
+	// Stopping the shared monitor leaves the informer to the controllers:
+	// it still runs and sees a pod made afterwards.
 	pods.stop()
 	if pods.informer.IsStopped() {
 		t.Error("the shared pods informer was stopped with the monitor")
 	}
+	if _, err := client.CoreV1().Pods("default").Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "after"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	envtest.Eventually(t, "the controllers' pods informer sees a pod made after the monitor stopped", func() (bool, error) {
+		_, err := factory.Core().V1().Pods().Lister().Pods("default").Get("after")
+		return err == nil, nil
+	})
 }
