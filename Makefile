@@ -15,16 +15,21 @@ LDFLAGS := -s -w \
 BIN := bin/orch
 DATA_DIR ?= /var/lib/orch
 
-.PHONY: build payload run test check bench fuzz clean deps busybox-image airgap release conformance
+.PHONY: build payload generate run test check bench fuzz clean deps busybox-image airgap release conformance
 
 # make build: bin/orch for this machine, carrying its node runtime (runc,
 # the containerd shim, the CNI plugins), which scripts/payload builds from
 # the versions go.mod pins (runc needs gcc and libseccomp-dev: make deps).
-build: payload
+build: payload generate
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
 
 payload:
 	$(GO) run ./scripts/payload
+
+# make generate: manifests/gateway.yaml, Gateway API's definitions from the
+# module go.mod pins (scripts/gateway-crds); not committed.
+generate:
+	$(GO) run ./scripts/gateway-crds
 
 # make release: orch for linux/amd64, arm64 and arm (v7), each with its
 # runtime, and an air-gap tarball for each, in bin/ (scripts/release.sh).

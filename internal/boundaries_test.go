@@ -59,7 +59,7 @@ var rules = []rule{
 
 // components are the packages that are API clients of the apiserver.
 var components = []string{"orch/internal/scheduler", "orch/internal/controller", "orch/internal/kubelet",
-	"orch/internal/proxy", "orch/internal/netpol", "orch/internal/ingress", "orch/internal/dns", "orch/internal/network"}
+	"orch/internal/proxy", "orch/internal/netpol", "orch/internal/ingress", "orch/internal/gateway", "orch/internal/routing", "orch/internal/dns", "orch/internal/network"}
 
 func isRoot(pkg string) bool {
 	return within("orch/internal/server", "orch/internal/agent", "orch/internal/cli", "orch/internal/e2e")(pkg) ||

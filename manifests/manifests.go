@@ -9,6 +9,13 @@
 //     kubernetes.io/no-provisioner, volumeBindingMode WaitForFirstConsumer,
 //     so a claim is bound to a volume on the node its pod is scheduled to).
 //     It is not the default class: orch provisions no volumes.
+//   - ingress.yaml: IngressClass "orch", the default class, of the
+//     built-in Ingress controller.
+//   - gateway.yaml: Gateway API's CustomResourceDefinitions (GatewayClass,
+//     Gateway, HTTPRoute, ReferenceGrant) and the GatewayClass "orch" of
+//     the built-in Gateway controller. It is generated from the
+//     sigs.k8s.io/gateway-api module by `make build` (scripts/gateway-crds)
+//     and not committed; TestGatewayManifest checks it is current.
 package manifests
 
 import "embed"

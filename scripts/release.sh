@@ -55,6 +55,7 @@ check_payload() {
 	echo "release: the $1 runtime payload runs"
 }
 
+go run ./scripts/gateway-crds
 for arch in $archs; do
 	[ -n "${file_says[$arch]:-}" ] || { echo "release: no such target $arch (amd64, arm64, arm)" >&2; exit 1; }
 	go run ./scripts/payload -arch "$arch"

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
 	"orch/internal/cidr"
 	"orch/internal/dns"
 	"orch/internal/ingress"
@@ -77,13 +79,11 @@ func clusterNetwork(c checked, cluster join.Cluster, creds *join.Credentials, cn
 		if err := km.Register(m.Collectors()...); err != nil {
 			return nil, fmt.Errorf("orch agent: Ingress metrics: %w", err)
 		}
-		listen := func(port int) string {
-			if port <= 0 {
-				return ""
-			}
-			return fmt.Sprintf(":%d", port)
+		gwClient, err := gwclient.NewForConfig(creds.RESTConfigFor(join.IngressUser))
+		if err != nil {
+			return nil, fmt.Errorf("orch agent: Gateway API client: %w", err)
 		}
-		srv, err := ingress.New(ingress.Config{HTTPAddr: listen(c.IngressHTTPPort), HTTPSAddr: listen(c.IngressHTTPSPort)}, ingressClient, m, log)
+		srv, err := ingress.New(ingress.Config{HTTPPort: c.IngressHTTPPort, HTTPSPort: c.IngressHTTPSPort}, ingressClient, gwClient, m, log)
 		if err != nil {
 			return nil, err
 		}

@@ -38,7 +38,7 @@ func serverFlags() []cli.Flag {
 		&cli.StringFlag{Name: "service-cidr", Value: "10.43.0.0/16", Usage: "service cluster IP range"},
 		&cli.StringFlag{Name: "cluster-dns", Value: "10.43.0.10", Usage: "cluster DNS service IP"},
 		&cli.StringFlag{Name: "cluster-domain", Value: "cluster.local", Usage: "cluster DNS domain"},
-		&cli.StringSliceFlag{Name: "disable", Usage: "do not deploy this built-in manifest of data-dir/server/manifests (file name without extension: local-storage, ingress); repeated or comma-separated"},
+		&cli.StringSliceFlag{Name: "disable", Usage: "do not deploy this built-in manifest of data-dir/server/manifests (file name without extension: local-storage, ingress, gateway); repeated or comma-separated"},
 		&cli.StringFlag{Name: "etcd-snapshot-schedule-cron", Value: etcdsnapshot.DefaultSchedule, Usage: "when to snapshot etcd (cron: minute hour day-of-month month day-of-week); empty disables"},
 		&cli.IntFlag{Name: "etcd-snapshot-retention", Value: etcdsnapshot.DefaultRetention, Usage: "how many scheduled snapshots of this node to keep"},
 		&cli.StringFlag{Name: "etcd-snapshot-dir", Usage: "where snapshots go (default: data-dir/server/db/snapshots)"},

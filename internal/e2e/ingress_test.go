@@ -26,7 +26,8 @@ import (
 
 const wsechoRef = "orch.test/wsecho:1"
 
-// TestIngress is issue 22's third acceptance on two nodes: an Ingress made
+// TestIngress is issue 22's third acceptance on two nodes (and, on the same
+// cluster, Gateway API's Gateways and HTTPRoutes: testGatewayAPI): an Ingress made
 // with `kubectl create ingress` answers on every node's HTTPS port with the
 // certificate of its Secret, from the pods on both nodes; a path rule and a
 // default backend route as written; a WebSocket echo works through it; a
@@ -96,28 +97,7 @@ spec: {selector: {app: other}, ports: [{port: 80, targetPort: 8080}]}
 		t.Errorf("ingress web has class %q, want the default class orch", class)
 	}
 
-	// client reaches node's Ingress ports whatever the host name, as
-	// curl --resolve does, trusting only roots.
-	client := func(node string, roots *x509.CertPool) *http.Client {
-		d := &net.Dialer{Timeout: 3 * time.Second}
-		return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				_, port, _ := net.SplitHostPort(addr)
-				return d.DialContext(ctx, network, net.JoinHostPort(c.ip[node], port))
-			},
-			TLSClientConfig:   &tls.Config{RootCAs: roots},
-			ForceAttemptHTTP2: true,
-		}}
-	}
-	get := func(cl *http.Client, url string) (string, *http.Response, error) {
-		resp, err := cl.Get(url)
-		if err != nil {
-			return "", nil, err
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		return strings.TrimSpace(string(body)), resp, err
-	}
+	client, get := c.frontDoor, fetch
 	t.Run("https from both nodes' pods with the Secret's certificate", func(t *testing.T) {
 		for _, n := range c.nodes {
 			cl := client(n, pool(certV1))
@@ -226,10 +206,36 @@ spec: {selector: {app: other}, ports: [{port: 80, targetPort: 8080}]}
 			return ""
 		})
 		metrics := c.s.Kubectl(t, "get", "--raw", "/api/v1/nodes/"+c.nodes[0]+"/proxy/metrics")
-		if !strings.Contains(metrics, `orch_ingress_requests_total{code="200",ingress="default/web",service="default/web:80"}`) {
+		if !strings.Contains(metrics, `orch_ingress_requests_total{code="200",httproute="",ingress="default/web",service="default/web:80"}`) {
 			t.Errorf("node %s's metrics have no count of the Ingress's requests:\n%s", c.nodes[0], grepLines(metrics, "orch_ingress"))
 		}
 	})
+	t.Run("gateway api", func(t *testing.T) { testGatewayAPI(t, c, webNames) })
+}
+
+// frontDoor is a client that reaches node's front-door ports whatever
+// the host name, as curl --resolve does, trusting only roots.
+func (c *netCluster) frontDoor(node string, roots *x509.CertPool) *http.Client {
+	d := &net.Dialer{Timeout: 3 * time.Second}
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			_, port, _ := net.SplitHostPort(addr)
+			return d.DialContext(ctx, network, net.JoinHostPort(c.ip[node], port))
+		},
+		TLSClientConfig:   &tls.Config{RootCAs: roots},
+		ForceAttemptHTTP2: true,
+	}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// fetch GETs url and returns the trimmed body.
+func fetch(cl *http.Client, url string) (string, *http.Response, error) {
+	resp, err := cl.Get(url)
+	if err != nil {
+		return "", nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return strings.TrimSpace(string(body)), resp, err
 }
 
 func grepLines(s, sub string) string {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"orch/internal/routing"
 )
 
 // BenchmarkRequests: requests per second and the 99th percentile latency
@@ -21,10 +23,10 @@ func BenchmarkRequests(b *testing.B) {
 	}))
 	defer backend.Close()
 	p := NewProxy(NewMetrics(), nil)
-	p.SetTable(&Table{hosts: map[string][]*route{"web.example": {{path: "/", backend: &Backend{
-		Ingress: "default/web", Service: "default/web:80", Endpoints: []string{strings.TrimPrefix(backend.URL, "http://")}}}}}})
 	front := httptest.NewServer(p)
 	defer front.Close()
+	p.SetTables(map[int]*routing.Table{portOf(b, front.URL): routing.NewTable([]*routing.Rule{
+		hostRule("web.example", "default/web:80", strings.TrimPrefix(backend.URL, "http://"))}, nil)})
 	for _, tc := range []struct{ name, url string }{{"direct", backend.URL}, {"ingress", front.URL}} {
 		b.Run(tc.name, func(b *testing.B) { load(b, tc.url, "web.example", 16) })
 	}

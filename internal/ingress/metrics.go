@@ -5,11 +5,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"orch/internal/routing"
 )
 
-// Metrics are the Ingress proxy's Prometheus metrics, by Ingress
-// (namespace/name) and Service port (namespace/name:port); a request that
-// no Ingress routes has both labels empty.
+// Metrics are the front door's Prometheus metrics, by Ingress or
+// HTTPRoute (namespace/name; the other label is empty) and Service port
+// (namespace/name:port); a request that nothing routes has all three
+// empty.
 type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
@@ -20,13 +23,13 @@ func NewMetrics() *Metrics {
 	return &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "orch_ingress_requests_total",
-			Help: "Requests through the built-in Ingress controller, by Ingress, Service port and status code (5xx are errors: 502 no endpoint answered, 503 no ready endpoint).",
-		}, []string{"ingress", "service", "code"}),
+			Help: "Requests through the built-in Ingress and Gateway controller, by Ingress or HTTPRoute, Service port and status code (5xx are errors: 500 no valid backend, 502 no endpoint answered, 503 no ready endpoint).",
+		}, []string{"ingress", "httproute", "service", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "orch_ingress_request_duration_seconds",
-			Help:    "Time from a request's arrival to the end of its answer, by Ingress and Service port.",
+			Help:    "Time from a request's arrival to the end of its answer, by Ingress or HTTPRoute and Service port.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16), // 0.5 ms … 16 s
-		}, []string{"ingress", "service"}),
+		}, []string{"ingress", "httproute", "service"}),
 	}
 }
 
@@ -35,10 +38,17 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.requests, m.duration}
 }
 
-func (m *Metrics) observe(ingress, service string, code int, start time.Time) {
+func (m *Metrics) observe(src routing.Source, service string, code int, start time.Time) {
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(ingress, service, strconv.Itoa(code)).Inc()
-	m.duration.WithLabelValues(ingress, service).Observe(time.Since(start).Seconds())
+	var ingress, route string
+	switch src.Kind {
+	case "Ingress":
+		ingress = src.Name
+	case "HTTPRoute":
+		route = src.Name
+	}
+	m.requests.WithLabelValues(ingress, route, service, strconv.Itoa(code)).Inc()
+	m.duration.WithLabelValues(ingress, route, service).Observe(time.Since(start).Seconds())
 }

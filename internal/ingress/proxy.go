@@ -5,22 +5,26 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
-	"path"
-	"strings"
+	"net/url"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"orch/internal/routing"
 )
 
-// Proxy is the http.Handler of the Ingress ports: it routes each request
-// by the current Table and forwards it straight to an endpoint of the
-// Service, with net/http/httputil's reverse proxy (WebSocket upgrades
-// included).
+// Proxy is the http.Handler of the front door's ports: it routes each
+// request by the routing.Table of the port it came in on, applies the
+// rule's filters and forwards it straight to an endpoint of one of the
+// rule's Services (by weight), with net/http/httputil's reverse proxy
+// (WebSocket upgrades included).
 type Proxy struct {
-	table   atomic.Pointer[Table]
+	tables  atomic.Pointer[map[int]*routing.Table] // by listening port
 	health  *health
 	metrics *Metrics
 	rp      *httputil.ReverseProxy
@@ -34,13 +38,13 @@ const Retries = 2
 // downFor is how long an endpoint that refused a connection is skipped.
 const downFor = 10 * time.Second
 
-// NewProxy makes a Proxy with an empty table (every request 404s).
+// NewProxy makes a Proxy with no tables (every request 404s).
 func NewProxy(m *Metrics, log *slog.Logger) *Proxy {
 	if log == nil {
 		log = slog.Default()
 	}
 	p := &Proxy{health: newHealth(), metrics: m, log: log}
-	p.table.Store(&Table{})
+	p.tables.Store(&map[int]*routing.Table{})
 	dialer := &net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}
 	transport := &http.Transport{
 		DialContext:           dialer.DialContext,
@@ -54,6 +58,22 @@ func NewProxy(m *Metrics, log *slog.Logger) *Proxy {
 			r.SetXForwarded()
 			r.Out.Host = r.In.Host // the backend sees the host asked for
 			r.Out.URL.Scheme = "http"
+			rl := r.In.Context().Value(forwardKey{}).(*forward).rule
+			if rw := rl.Filters.Rewrite; rw != nil {
+				if rw.Host != "" {
+					r.Out.Host = rw.Host
+				}
+				if rw.Path != nil {
+					r.Out.URL.Path = rw.Path.NewPath(routing.CleanPath(r.In.URL.Path), rl.Path)
+					r.Out.URL.RawPath = ""
+				}
+			}
+			rl.Filters.RequestHeaders.Apply(r.Out.Header)
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			fw := resp.Request.Context().Value(forwardKey{}).(*forward)
+			fw.rule.Filters.ResponseHeaders.Apply(resp.Header)
+			return nil
 		},
 		Transport:    &retrying{base: transport, health: p.health},
 		ErrorHandler: p.failed,
@@ -61,33 +81,119 @@ func NewProxy(m *Metrics, log *slog.Logger) *Proxy {
 	return p
 }
 
-// SetTable makes t the table of the requests that come after.
-func (p *Proxy) SetTable(t *Table) { p.table.Store(t) }
+// SetTables makes tables (by listening port) those of the requests that
+// come after.
+func (p *Proxy) SetTables(tables map[int]*routing.Table) { p.tables.Store(&tables) }
 
-type backendKey struct{}
+// forward is what a request is forwarded with: its rule and the backend
+// picked.
+type forward struct {
+	rule    *routing.Rule
+	backend *routing.Backend
+}
+
+type forwardKey struct{}
 
 // ServeHTTP routes and forwards one request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
+	port := localPort(r)
+	var rl *routing.Rule
+	if tab := (*p.tables.Load())[port]; tab != nil {
+		rl = tab.Match(r)
 	}
-	b := p.table.Load().Match(host, cleanPath(r.URL.Path))
-	if b == nil {
-		p.metrics.observe("", "", http.StatusNotFound, start)
-		http.Error(w, "404 page not found (no Ingress routes this host and path)", http.StatusNotFound)
+	if rl == nil {
+		p.metrics.observe(routing.Source{}, "", http.StatusNotFound, start)
+		http.Error(w, "404 page not found (no Ingress or HTTPRoute routes this host and path)", http.StatusNotFound)
 		return
 	}
-	if len(b.Endpoints) == 0 {
-		p.metrics.observe(b.Ingress, b.Service, http.StatusServiceUnavailable, start)
+	if rd := rl.Filters.Redirect; rd != nil {
+		code := redirect(w, r, rl, port)
+		p.metrics.observe(rl.Source, "", code, start)
+		return
+	}
+	b := pickBackend(rl.Backends)
+	switch {
+	case b == nil:
+		p.metrics.observe(rl.Source, "", http.StatusInternalServerError, start)
+		http.Error(w, "500 internal server error (the route has no backend with a weight)", http.StatusInternalServerError)
+		return
+	case b.Invalid != "":
+		p.metrics.observe(rl.Source, b.Service, http.StatusInternalServerError, start)
+		http.Error(w, "500 internal server error ("+b.Invalid+")", http.StatusInternalServerError)
+		return
+	case len(b.Endpoints) == 0:
+		p.metrics.observe(rl.Source, b.Service, http.StatusServiceUnavailable, start)
 		http.Error(w, "503 service unavailable (the Service "+b.Service+" has no ready endpoints)", http.StatusServiceUnavailable)
 		return
 	}
 	sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
-	r = r.WithContext(context.WithValue(r.Context(), backendKey{}, b))
+	r = r.WithContext(context.WithValue(r.Context(), forwardKey{}, &forward{rule: rl, backend: b}))
 	p.rp.ServeHTTP(sw, r)
-	p.metrics.observe(b.Ingress, b.Service, sw.code, start)
+	p.metrics.observe(rl.Source, b.Service, sw.code, start)
+}
+
+// localPort is the port the request came in on.
+func localPort(r *http.Request) int {
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok {
+		return a.Port
+	}
+	return 0
+}
+
+// pickBackend picks one of bs in proportion to the weights; nil when no
+// backend has a weight.
+func pickBackend(bs []routing.Weighted) *routing.Backend {
+	var total int64
+	for _, b := range bs {
+		total += int64(max(b.Weight, 0))
+	}
+	if total == 0 {
+		return nil
+	}
+	n := rand.Int64N(total)
+	for _, b := range bs {
+		if n -= int64(max(b.Weight, 0)); n < 0 {
+			return b.Backend
+		}
+	}
+	return nil
+}
+
+// redirect answers with the rule's redirect (Gateway API's
+// RequestRedirect) and returns the status code.
+func redirect(w http.ResponseWriter, r *http.Request, rl *routing.Rule, port int) int {
+	rd := rl.Filters.Redirect
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if rd.Scheme != "" {
+		scheme = rd.Scheme
+	}
+	host := routing.HostOf(r)
+	if rd.Host != "" {
+		host = rd.Host
+	}
+	switch {
+	case rd.Port != 0:
+		port = int(rd.Port)
+	case rd.Scheme == "https":
+		port = 443
+	case rd.Scheme != "":
+		port = 80
+	}
+	u := url.URL{Scheme: scheme, Host: host, Path: rd.Path.NewPath(routing.CleanPath(r.URL.Path), rl.Path), RawQuery: r.URL.RawQuery}
+	if !(scheme == "http" && port == 80) && !(scheme == "https" && port == 443) {
+		u.Host = net.JoinHostPort(host, strconv.Itoa(port))
+	}
+	code := rd.Code
+	if code == 0 {
+		code = http.StatusFound
+	}
+	w.Header().Set("Location", u.String())
+	w.WriteHeader(code)
+	return code
 }
 
 // failed answers a request no endpoint took: 502.
@@ -111,10 +217,11 @@ type retrying struct {
 }
 
 func (t *retrying) RoundTrip(r *http.Request) (*http.Response, error) {
-	b, _ := r.Context().Value(backendKey{}).(*Backend)
-	if b == nil {
+	fw, _ := r.Context().Value(forwardKey{}).(*forward)
+	if fw == nil {
 		return nil, errors.New("ingress: request without a backend")
 	}
+	b := fw.backend
 	var err error
 	tried := map[string]bool{}
 	for attempt := 0; attempt <= Retries; attempt++ {
@@ -167,7 +274,7 @@ func newHealth() *health {
 	return &health{next: map[string]uint64{}, until: map[string]time.Time{}}
 }
 
-func (h *health) pick(b *Backend, tried map[string]bool) string {
+func (h *health) pick(b *routing.Backend, tried map[string]bool) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := time.Now()
@@ -215,17 +322,3 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 var _ io.Writer = (*statusWriter)(nil)
-
-// cleanPath is the path requests are routed by: "//" and "/./" folded and
-// "/x/.." resolved, as nginx normalises it, so "/public/../admin" is not
-// routed by a /public rule; a trailing slash stays.
-func cleanPath(p string) string {
-	if p == "" {
-		return "/"
-	}
-	c := path.Clean(p)
-	if strings.HasSuffix(p, "/") && c != "/" {
-		c += "/"
-	}
-	return c
-}

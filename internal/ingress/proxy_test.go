@@ -2,12 +2,17 @@ package ingress
 
 import (
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
+
+	"orch/internal/routing"
 
 	"github.com/gorilla/websocket"
 	v1 "k8s.io/api/core/v1"
@@ -54,6 +59,32 @@ func refused(t *testing.T) string {
 	return addr
 }
 
+// hostRule routes every path of host (any host when "") to the
+// endpoints eps of Service svc.
+func hostRule(host, svc string, eps ...string) *routing.Rule {
+	return &routing.Rule{Host: host, Path: "/", Source: routing.Source{Kind: "Ingress", Name: "default/web"},
+		Backends: []routing.Weighted{{Backend: &routing.Backend{Service: svc, Endpoints: eps}, Weight: 1}}}
+}
+
+// setRules makes rules the table of front's port.
+func setRules(t *testing.T, p *Proxy, front *httptest.Server, rules ...*routing.Rule) {
+	t.Helper()
+	p.SetTables(map[int]*routing.Table{portOf(t, front.URL): routing.NewTable(rules, nil)})
+}
+
+func portOf(t testing.TB, rawURL string) int {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
 func get(t *testing.T, c *http.Client, url, host string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", url, nil)
@@ -70,13 +101,10 @@ func get(t *testing.T, c *http.Client, url, host string) (int, string) {
 func TestProxy(t *testing.T) {
 	a, b, down := backend(t, "a"), backend(t, "b"), refused(t)
 	p := NewProxy(NewMetrics(), nil)
-	p.SetTable(&Table{hosts: map[string][]*route{
-		"web.example":   {{path: "/", backend: &Backend{Ingress: "default/web", Service: "default/web:80", Endpoints: []string{down, a, b}}}},
-		"empty.example": {{path: "/", backend: &Backend{Service: "default/empty:80"}}},
-		"dead.example":  {{path: "/", backend: &Backend{Service: "default/dead:80", Endpoints: []string{down}}}},
-	}})
 	front := httptest.NewServer(p)
 	defer front.Close()
+	setRules(t, p, front, hostRule("web.example", "default/web:80", down, a, b),
+		hostRule("empty.example", "default/empty:80"), hostRule("dead.example", "default/dead:80", down))
 	c := front.Client()
 
 	// The first request goes to the refusing endpoint first: a POST, whose
@@ -151,12 +179,12 @@ func TestTLS(t *testing.T) {
 		t.Errorf("errors %v; want one for the bad Secret and one for the missing one", errs)
 	}
 	p := NewProxy(nil, nil)
-	p.SetTable(&Table{any: []*route{{path: "/", backend: &Backend{Service: "s", Endpoints: []string{backend(t, "a")}}}}})
 	front := httptest.NewUnstartedServer(p)
 	front.EnableHTTP2 = true
 	front.TLS = &tls.Config{GetCertificate: certs.Get}
 	front.StartTLS()
 	defer front.Close()
+	setRules(t, p, front, hostRule("", "s", backend(t, "a")))
 	for _, tc := range []struct{ name, wantCN string }{
 		{"web.example", "web.example"}, {"a.wild.example", "*.wild.example"},
 		{"bad.example", "orch ingress default certificate"}, {"other.example", "orch ingress default certificate"},
@@ -188,4 +216,102 @@ func certPEM(t *testing.T, name string) (cert, key []byte) {
 
 func tlsSecret(cert, key []byte) *v1.Secret {
 	return &v1.Secret{Type: v1.SecretTypeTLS, Data: map[string][]byte{v1.TLSCertKey: cert, v1.TLSPrivateKeyKey: key}}
+}
+
+// TestFilters: Gateway API's filters and weights on the data path.
+func TestFilters(t *testing.T) {
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Backend-Only", "secret")
+		w.Header().Set("X-Server", "echo")
+		fmt.Fprintf(w, "%s %s env=%s add=%v drop=%q", r.Host, r.URL.RequestURI(), r.Header.Get("X-Env"), r.Header.Values("X-Add"), r.Header.Get("X-Drop"))
+	}))
+	defer echo.Close()
+	ep := strings.TrimPrefix(echo.URL, "http://")
+	p := NewProxy(nil, nil)
+	front := httptest.NewServer(p)
+	defer front.Close()
+	rewrite := hostRule("rewrite.example", "s", ep)
+	rewrite.Path = "/api"
+	rewrite.Filters = routing.Filters{
+		Rewrite:         &routing.Rewrite{Host: "internal", Path: &routing.PathChange{Prefix: true, Value: "/v2"}},
+		RequestHeaders:  &routing.HeaderChanges{Set: []routing.Pair{{Name: "X-Env", Value: "prod"}}, Add: []routing.Pair{{Name: "X-Add", Value: "b"}}, Remove: []string{"X-Drop"}},
+		ResponseHeaders: &routing.HeaderChanges{Remove: []string{"X-Backend-Only"}, Add: []routing.Pair{{Name: "X-Via", Value: "orch"}}},
+	}
+	redirect := hostRule("redirect.example", "")
+	redirect.Path = "/old"
+	redirect.Filters.Redirect = &routing.Redirect{Scheme: "https", Path: &routing.PathChange{Prefix: true, Value: "/new"}, Code: 301}
+	samePort := hostRule("moved.example", "")
+	samePort.Filters.Redirect = &routing.Redirect{Host: "elsewhere.example"}
+	invalid := hostRule("invalid.example", "")
+	invalid.Backends[0].Invalid = "Service other/db: not allowed"
+	weightless := hostRule("weightless.example", "s", ep)
+	weightless.Backends[0].Weight = 0
+	setRules(t, p, front, rewrite, redirect, samePort, invalid, weightless)
+
+	req, _ := http.NewRequest("GET", front.URL+"/api/users?x=1", nil)
+	req.Host = "rewrite.example"
+	req.Header.Set("X-Env", "dev")
+	req.Header.Set("X-Add", "a")
+	req.Header.Set("X-Drop", "gone")
+	resp, err := front.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := "internal /v2/users?x=1 env=prod add=[a b] drop=\"\""; string(body) != want {
+		t.Errorf("the backend saw %q, want %q", body, want)
+	}
+	if resp.Header.Get("X-Backend-Only") != "" || resp.Header.Get("X-Via") != "orch" || resp.Header.Get("X-Server") != "echo" {
+		t.Errorf("response headers %v: want X-Backend-Only removed, X-Via added, X-Server kept", resp.Header)
+	}
+
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	port := portOf(t, front.URL)
+	for _, tc := range []struct {
+		host, path string
+		code       int
+		location   string
+	}{
+		{"redirect.example", "/old/page?q=1", 301, "https://redirect.example/new/page?q=1"},
+		{"moved.example", "/x", 302, fmt.Sprintf("http://elsewhere.example:%d/x", port)}, // the listener's port
+	} {
+		req, _ := http.NewRequest("GET", front.URL+tc.path, nil)
+		req.Host = tc.host
+		resp, err := noFollow.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || resp.Header.Get("Location") != tc.location {
+			t.Errorf("%s%s: %d %q, want %d %q", tc.host, tc.path, resp.StatusCode, resp.Header.Get("Location"), tc.code, tc.location)
+		}
+	}
+	for _, host := range []string{"invalid.example", "weightless.example"} {
+		if code, body := get(t, front.Client(), front.URL+"/", host); code != 500 {
+			t.Errorf("%s: %d %q, want 500", host, code, body)
+		}
+	}
+}
+
+// TestWeights: requests split in proportion to the backends' weights.
+func TestWeights(t *testing.T) {
+	p := NewProxy(nil, nil)
+	front := httptest.NewServer(p)
+	defer front.Close()
+	rl := hostRule("", "a", backend(t, "a"))
+	rl.Backends = append(rl.Backends, routing.Weighted{Backend: &routing.Backend{Service: "b", Endpoints: []string{backend(t, "b")}}, Weight: 3},
+		routing.Weighted{Backend: &routing.Backend{Service: "never", Endpoints: []string{backend(t, "never")}}, Weight: 0})
+	setRules(t, p, front, rl)
+	seen := map[string]int{}
+	const n = 400
+	for range n {
+		_, body := get(t, front.Client(), front.URL+"/", "x")
+		seen[strings.Fields(body)[0]]++
+	}
+	// b has 3 of 4 shares: 300 expected; 240 and 360 are each more than
+	// six standard deviations (8.7) away.
+	if seen["never"] != 0 || seen["b"] < 240 || seen["b"] > 360 || seen["a"]+seen["b"] != n {
+		t.Errorf("requests reached %v; want about 100 a, 300 b and no never", seen)
+	}
 }

@@ -1,6 +1,8 @@
 package ingress
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -9,6 +11,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"orch/internal/routing"
 )
 
 func class(name, controller string, isDefault bool) *networkingv1.IngressClass {
@@ -72,7 +76,7 @@ func TestMatch(t *testing.T) {
 		in.Services = append(in.Services, service(name, v1.ServicePort{Name: "http", Port: 80}))
 		in.Slices = append(in.Slices, slice(name, "http", 8080, map[string]bool{"10.42.0.1": true}))
 	}
-	tab := Build(in)
+	tab := Build(in).Table()
 	for _, tc := range []struct{ host, path, want string }{
 		{"web.example", "/", "web"},
 		{"WEB.example", "/index.html", "web"},
@@ -89,13 +93,12 @@ func TestMatch(t *testing.T) {
 		{"other.example", "/any/x", "any"},    // rules without a host
 		{"other.example", "/none", "fallback"},
 	} {
-		b := tab.Match(tc.host, tc.path)
-		if b == nil || b.Service != "default/"+tc.want+":80" {
+		if b := backendOf(match(tab, tc.host, tc.path)); b == nil || b.Service != "default/"+tc.want+":80" {
 			t.Errorf("Match(%q, %q) = %+v, want Service default/%s:80", tc.host, tc.path, b, tc.want)
 		}
 	}
-	if b := tab.Match("web.example", "/"); b.Ingress != "default/old" || len(b.Endpoints) != 1 || b.Endpoints[0] != "10.42.0.1:8080" {
-		t.Errorf("web backend = %+v, want Ingress default/old and endpoint 10.42.0.1:8080 (the slice's port of the service port's name)", b)
+	if rl := match(tab, "web.example", "/"); rl.Source.Name != "default/old" || len(rl.Backends[0].Endpoints) != 1 || rl.Backends[0].Endpoints[0] != "10.42.0.1:8080" {
+		t.Errorf("web rule = %+v, want Ingress default/old and endpoint 10.42.0.1:8080 (the slice's port of the service port's name)", rl)
 	}
 }
 
@@ -116,7 +119,7 @@ func TestEndpoints(t *testing.T) {
 		{"no slices", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := Build(Input{Ingresses: []*networkingv1.Ingress{ing}, Classes: classes, Services: []*v1.Service{svc}, Slices: tc.slices}).Match("x", "/")
+			b := backendOf(match(Build(Input{Ingresses: []*networkingv1.Ingress{ing}, Classes: classes, Services: []*v1.Service{svc}, Slices: tc.slices}).Table(), "x", "/"))
 			if b == nil || len(b.Endpoints) != len(tc.want) {
 				t.Fatalf("backend %+v, want endpoints %v", b, tc.want)
 			}
@@ -128,18 +131,19 @@ func TestEndpoints(t *testing.T) {
 		})
 	}
 	// Not ours: no class of ours, or no default class.
-	if b := Build(Input{Ingresses: []*networkingv1.Ingress{ingress("x", 0, nil, rule("", pathRule("/", networkingv1.PathTypePrefix, "web", 80)))},
-		Classes: classes}).Match("x", "/"); b != nil {
+	if b := match(Build(Input{Ingresses: []*networkingv1.Ingress{ingress("x", 0, nil, rule("", pathRule("/", networkingv1.PathTypePrefix, "web", 80)))},
+		Classes: classes}).Table(), "x", "/"); b != nil {
 		t.Errorf("a class-less Ingress without a default class was served: %+v", b)
 	}
 }
 
-func TestCleanPath(t *testing.T) {
-	for in, want := range map[string]string{
-		"": "/", "/": "/", "//api": "/api", "/a/./b": "/a/b", "/public/../admin": "/admin", "/a/": "/a/", "/../x": "/x",
-	} {
-		if got := cleanPath(in); got != want {
-			t.Errorf("cleanPath(%q) = %q, want %q", in, got, want)
-		}
+func match(tab *routing.Table, host, path string) *routing.Rule {
+	return tab.Match(httptest.NewRequest(http.MethodGet, "http://"+host+path, nil))
+}
+
+func backendOf(rl *routing.Rule) *routing.Backend {
+	if rl == nil || len(rl.Backends) == 0 {
+		return nil
 	}
+	return rl.Backends[0].Backend
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -18,33 +19,42 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"orch/internal/gateway"
+	"orch/internal/routing"
 	"orch/internal/worker"
 )
 
 // Config configures a Server.
 type Config struct {
-	HTTPAddr  string // e.g. ":80"; "" serves no plain HTTP
-	HTTPSAddr string // e.g. ":443"; "" serves no TLS
+	HTTPPort  int // the Ingresses' plain HTTP port, e.g. 80; 0 serves none
+	HTTPSPort int // the Ingresses' TLS port, e.g. 443; 0 serves none
 }
 
-// Server is the built-in Ingress controller of one node: it follows the
-// Ingresses of the orch IngressClass, their Services' EndpointSlices and
-// their TLS Secrets, and serves them on the node's HTTP and HTTPS ports
-// once an IngressClass of Controller exists (`orch server --disable
-// ingress` leaves it out, and then nothing listens).
+// Server is the built-in Ingress and Gateway controller of one node: it
+// follows the Ingresses of the orch IngressClass and, once Gateway API's
+// definitions are served, the Gateways of orch's GatewayClasses and their
+// HTTPRoutes, with their Services' EndpointSlices and their TLS Secrets,
+// and serves them on the node's ports: the Ingress ports once an
+// IngressClass of Controller exists (`orch server --disable ingress`
+// leaves it out, and then nothing listens there), and each Gateway
+// listener's port.
 type Server struct {
 	cfg      Config
 	client   kubernetes.Interface
+	gwClient gwclient.Interface // nil: no Gateway API
 	log      *slog.Logger
 	proxy    *Proxy
-	certs    atomic.Pointer[Certs]
+	certs    atomic.Pointer[map[int]*Certs] // by port
 	fallback *tls.Certificate
-	servers  []*http.Server // listening ones
+	servers  map[int]*http.Server // listening ones, by port
+	gateway  atomic.Pointer[gatewayAPI]
 }
 
-// New makes a Server; m (may be nil) receives its metrics.
-func New(cfg Config, client kubernetes.Interface, m *Metrics, log *slog.Logger) (*Server, error) {
+// New makes a Server; gw (may be nil) is the Gateway API client, m (may
+// be nil) receives its metrics.
+func New(cfg Config, client kubernetes.Interface, gw gwclient.Interface, m *Metrics, log *slog.Logger) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -53,8 +63,8 @@ func New(cfg Config, client kubernetes.Interface, m *Metrics, log *slog.Logger) 
 	if err != nil {
 		return nil, fmt.Errorf("ingress: default certificate: %w", err)
 	}
-	s := &Server{cfg: cfg, client: client, log: log, proxy: NewProxy(m, log), fallback: fallback}
-	s.certs.Store(&Certs{fallback: fallback})
+	s := &Server{cfg: cfg, client: client, gwClient: gw, log: log, proxy: NewProxy(m, log), fallback: fallback, servers: map[int]*http.Server{}}
+	s.certs.Store(&map[int]*Certs{})
 	return s, nil
 }
 
@@ -94,6 +104,14 @@ func (s *Server) Start(ctx context.Context) error {
 	defer f.Shutdown()
 	defer fs.Shutdown()
 	defer s.shutdown()
+	if s.gwClient != nil {
+		go func() {
+			if g := followGatewayAPI(ctx, s.client, s.gwClient, h, s.log); g != nil {
+				s.gateway.Store(g)
+				queue.Add(key)
+			}
+		}()
+	}
 	queue.Add(key)
 	return worker.Run(ctx, queue, func(context.Context, string) (worker.Result, error) {
 		in := Input{}
@@ -106,21 +124,49 @@ func (s *Server) Start(ctx context.Context) error {
 		for _, sec := range list {
 			byKey[sec.Namespace+"/"+sec.Name] = sec
 		}
-		t := Build(in)
-		certs, errs := LoadCerts(t.TLS, byKey, s.fallback)
+		var gw *gateway.Result
+		if g := s.gateway.Load(); g != nil {
+			gw = gateway.Build(g.input(byKey, routing.NewServices(in.Services, in.Slices)))
+		}
+		plans, errs := plan(s.cfg, Build(in), classExists(in), gw)
+		tables := map[int]*routing.Table{}
+		certs := map[int]*Certs{}
+		for port, p := range plans {
+			tables[port] = routing.NewTable(p.rules, p.fallback)
+			if p.tls {
+				c, cerrs := s.loadCerts(p.certs, byKey)
+				certs[port] = c
+				errs = append(errs, cerrs...)
+			}
+		}
 		for _, err := range errs {
-			s.log.Warn("serving the default certificate instead", "err", err)
+			s.log.Warn("not served as asked", "err", err)
 		}
-		s.proxy.SetTable(t)
-		s.certs.Store(certs)
-		if !classExists(in) {
-			return worker.Result{}, nil
-		}
-		if err := s.listen(); err != nil {
+		s.proxy.SetTables(tables)
+		s.certs.Store(&certs)
+		if err := s.listen(plans); err != nil {
 			return worker.Result{}, err // retried with back-off
 		}
 		return worker.Result{}, nil
 	}, worker.Options{Log: s.log, Synced: synced})
+}
+
+// loadCerts loads a port's certificates; the "" host's is the port's
+// default, else the self-signed one.
+func (s *Server) loadCerts(hosts map[string]string, secrets map[string]*v1.Secret) (*Certs, []error) {
+	fallback := s.fallback
+	var errs []error
+	if key, ok := hosts[""]; ok {
+		c, cerrs := LoadCerts(map[string]string{"": key}, secrets, nil)
+		if cert := c.byHost[""]; cert != nil {
+			fallback = cert
+		}
+		errs = cerrs
+		hosts = maps.Clone(hosts)
+		delete(hosts, "")
+	}
+	c, cerrs := LoadCerts(hosts, secrets, fallback)
+	return c, append(errs, cerrs...)
 }
 
 func classExists(in Input) bool {
@@ -132,46 +178,44 @@ func classExists(in Input) bool {
 	return false
 }
 
-// listen starts the listeners not started yet.
-func (s *Server) listen() error {
-	if len(s.servers) > 0 {
-		return nil
+// listen starts listening on the planned ports not listened on yet, and
+// stops listening on the others.
+func (s *Server) listen(plans map[int]*portPlan) error {
+	for port, srv := range s.servers {
+		if p := plans[port]; p == nil || p.tls != (srv.TLSConfig != nil) {
+			srv.Close()
+			delete(s.servers, port)
+			s.log.Info("stopped serving", "port", port)
+		}
 	}
 	var errs []error
-	var started []*http.Server
-	for _, l := range []struct {
-		addr string
-		tls  bool
-	}{{s.cfg.HTTPAddr, false}, {s.cfg.HTTPSAddr, true}} {
-		if l.addr == "" {
+	for port, p := range plans {
+		if s.servers[port] != nil {
 			continue
 		}
-		ln, err := net.Listen("tcp", l.addr)
+		ln, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
 		if err != nil {
-			errs = append(errs, fmt.Errorf("ingress: listen on %s (another program has the port? set --ingress-http-port/--ingress-https-port): %w", l.addr, err))
+			errs = append(errs, fmt.Errorf("ingress: listen on port %d (another program has the port? for the Ingress ports set --ingress-http-port/--ingress-https-port): %w", port, err))
 			continue
 		}
 		srv := &http.Server{Handler: s.proxy, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 			ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug)}
-		if l.tls {
+		if p.tls {
 			srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(h *tls.ClientHelloInfo) (*tls.Certificate, error) {
-				return s.certs.Load().Get(h)
+				c := (*s.certs.Load())[port]
+				if c == nil {
+					return s.fallback, nil
+				}
+				return c.Get(h)
 			}}
 			go srv.ServeTLS(ln, "", "") // HTTP/2 by ALPN, and HTTP/1.1
 		} else {
 			go srv.Serve(ln)
 		}
-		started = append(started, srv)
-		s.log.Info("serving Ingresses", "address", ln.Addr().String(), "tls", l.tls)
+		s.servers[port] = srv
+		s.log.Info("serving Ingresses and Gateways", "address", ln.Addr().String(), "tls", p.tls)
 	}
-	if len(errs) > 0 {
-		for _, srv := range started {
-			srv.Close()
-		}
-		return errors.Join(errs...)
-	}
-	s.servers = started
-	return nil
+	return errors.Join(errs...)
 }
 
 func (s *Server) shutdown() {

@@ -138,6 +138,10 @@ var controllerNeeds = map[string]struct {
 	"clusterdns": {"kube-system", []rbacv1.PolicyRule{
 		do("discovery.k8s.io", v("get", "create", "update"), "endpointslices")}},
 	"servicelb": {"default", []rbacv1.PolicyRule{do("", v("update"), "services/status")}},
+	"gateway": {"default", []rbacv1.PolicyRule{
+		watched("gateway.networking.k8s.io", "gatewayclasses", "gateways", "httproutes", "referencegrants"),
+		do("gateway.networking.k8s.io", v("update"), "gatewayclasses/status", "gateways/status", "httproutes/status"),
+		watched("", "secrets")}},
 	"crd": {"default", []rbacv1.PolicyRule{
 		do("apiextensions.k8s.io", v("get", "list", "watch", "update"), "customresourcedefinitions"),
 		do("apiextensions.k8s.io", v("update"), "customresourcedefinitions/status"),

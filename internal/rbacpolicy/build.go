@@ -22,6 +22,7 @@ const (
 	discovery             = "discovery.k8s.io"
 	eventsGroup           = "events.k8s.io"
 	extensions            = "extensions"
+	gatewayGroup          = "gateway.networking.k8s.io"
 	networking            = "networking.k8s.io"
 	nodeGroup             = "node.k8s.io"
 	policyGroup           = "policy"

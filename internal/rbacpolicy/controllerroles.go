@@ -191,6 +191,15 @@ func controllerClusterRoles() []rbacv1.ClusterRole {
 			verbs("list", "delete", "deletecollection").groups("*").resources("*"),
 			eventsRule(),
 		),
+		controllerRole("orch-gateway-controller",
+			// It follows Gateway API's objects and the TLS Secrets
+			// listeners name with its own informers, and writes their
+			// status (internal/controller/gateway); Services, Namespaces
+			// and Nodes come from the shared informers.
+			verbs("list", "watch").groups(gatewayGroup).resources("gatewayclasses", "gateways", "httproutes", "referencegrants"),
+			verbs("update").groups(gatewayGroup).resources("gatewayclasses/status", "gateways/status", "httproutes/status"),
+			verbs("list", "watch").groups(core).resources("secrets"),
+		),
 		controllerRole("orch-servicelb-controller",
 			// It writes the node addresses into status.loadBalancer; the
 			// Services, Nodes and EndpointSlices it reads come from the

@@ -67,6 +67,7 @@ var ControllerServiceAccounts = map[string]string{
 	"clusterdns":                       "orch-cluster-dns-controller",
 	"servicelb":                        "orch-servicelb-controller",
 	"crd":                              "orch-crd-controller",
+	"gateway":                          "orch-gateway-controller",
 	"validatingadmissionpolicy-status": "validatingadmissionpolicy-status-controller",
 }
 

@@ -38,6 +38,10 @@ func orchClusterRoles() []rbacv1.ClusterRole {
 			verbs("list", "watch").groups(networking).resources("ingresses", "ingressclasses"),
 			verbs("list", "watch").groups(core).resources("services", "secrets"),
 			verbs("list", "watch").groups(discovery).resources("endpointslices"),
+			// And by Gateway API's Gateways and HTTPRoutes, whose
+			// listeners may take routes by namespace label.
+			verbs("list", "watch").groups(gatewayGroup).resources("gatewayclasses", "gateways", "httproutes", "referencegrants"),
+			verbs("list", "watch").groups(core).resources("namespaces"),
 		),
 	}
 }

@@ -8,6 +8,8 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
 	"orch/internal/apiserver/authz"
 	"orch/internal/controller"
 	"orch/internal/controller/clusterdns"
@@ -21,6 +23,7 @@ import (
 	"orch/internal/controller/endpointslice"
 	"orch/internal/controller/endpointslicemirroring"
 	"orch/internal/controller/garbagecollector"
+	gatewaystatus "orch/internal/controller/gateway"
 	"orch/internal/controller/job"
 	"orch/internal/controller/namespace"
 	"orch/internal/controller/nodeipam"
@@ -55,6 +58,16 @@ func controllers(p parsed) buildFunc {
 		rootCA, err := os.ReadFile(caPath)
 		if err != nil {
 			return nil, fmt.Errorf("read the cluster CA for kube-root-ca.crt: %w", err)
+		}
+		// withConfig: a controller that makes a client of another API
+		// group from the Context's configuration.
+		withConfig := func(name string, build func(controller.Context) (run.Runnable, error)) func(controller.Context) (run.Runnable, error) {
+			return func(c controller.Context) (run.Runnable, error) {
+				if c.Config == nil {
+					return nil, fmt.Errorf("the %s controller needs its client configuration", name)
+				}
+				return build(c)
+			}
 		}
 		simple := func(build func(controller.Context) run.Runnable) func(controller.Context) (run.Runnable, error) {
 			return func(c controller.Context) (run.Runnable, error) { return build(c), nil }
@@ -92,16 +105,20 @@ func controllers(p parsed) buildFunc {
 			{clusterdns.Name, simple(func(c controller.Context) run.Runnable { return clusterdns.New(c) })},
 			{servicelb.Name, simple(func(c controller.Context) run.Runnable { return servicelb.New(c) })},
 			{vapstatus.Name, simple(func(c controller.Context) run.Runnable { return vapstatus.New(c) })},
-			{crd.Name, func(c controller.Context) (run.Runnable, error) {
-				if c.Config == nil {
-					return nil, fmt.Errorf("the %s controller needs its client configuration", crd.Name)
+			{gatewaystatus.Name, withConfig(gatewaystatus.Name, func(c controller.Context) (run.Runnable, error) {
+				client, err := gwclient.NewForConfig(c.Config)
+				if err != nil {
+					return nil, err
 				}
+				return gatewaystatus.New(c, client), nil
+			})},
+			{crd.Name, withConfig(crd.Name, func(c controller.Context) (run.Runnable, error) {
 				client, err := apiextensionsclient.NewForConfig(c.Config)
 				if err != nil {
 					return nil, err
 				}
 				return crd.New(c, client), nil
-			}},
+			})},
 		}
 		schedCtx, err := as(rbacpolicy.SchedulerUser)
 		if err != nil {

@@ -2,9 +2,7 @@ package servicelb
 
 import (
 	"context"
-	"slices"
 
-	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,9 +78,8 @@ func (g *ingresses) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	nodes = slices.DeleteFunc(nodes, func(n *corev1.Node) bool { return !eligible(n) })
 	var want []networkingv1.IngressLoadBalancerIngress
-	for _, a := range nodeAddresses(nodes) {
+	for _, a := range Addresses(nodes) {
 		want = append(want, networkingv1.IngressLoadBalancerIngress{IP: a})
 	}
 	if apiequality.Semantic.DeepEqual(ing.Status.LoadBalancer.Ingress, want) {

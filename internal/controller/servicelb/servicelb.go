@@ -228,6 +228,12 @@ func eligible(n *corev1.Node) bool {
 	return !excluded && n.DeletionTimestamp == nil && controller.NodeReady(n)
 }
 
+// Addresses are the balancer addresses of the eligible nodes of nodes:
+// what the built-in Ingress and Gateway controllers' status shows too.
+func Addresses(nodes []*corev1.Node) []string {
+	return nodeAddresses(slices.DeleteFunc(slices.Clone(nodes), func(n *corev1.Node) bool { return !eligible(n) }))
+}
+
 // nodeAddresses are the nodes' balancer addresses, sorted: each node's
 // ExternalIPs, else its InternalIPs.
 func nodeAddresses(nodes []*corev1.Node) []string {

@@ -1,0 +1,188 @@
+package gateway
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// gateway is one of orch's Gateways being built.
+type gateway struct {
+	gw        *gwv1.Gateway
+	listeners []*listener
+	// accepted is false when the Gateway as a whole is refused.
+	accepted       bool
+	reason, reject string
+}
+
+// listener is one listener and what was found about it.
+type listener struct {
+	spec    *gwv1.Listener
+	status  gwv1.ListenerStatus
+	valid   bool // served: routes may attach
+	invalid struct {
+		accepted, resolved, conflicted string // reasons, "" when fine
+		msg                            string
+	}
+	secret string // namespace/name of the certificate, for HTTPS
+}
+
+var httpRouteKind = gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(Group)), Kind: "HTTPRoute"}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// addGateway checks an orch Gateway's listeners, claims their ports (the
+// oldest Gateway's protocol wins a port) and keeps it for its routes.
+func (b *builder) addGateway(gw *gwv1.Gateway) {
+	g := &gateway{gw: gw, accepted: true}
+	b.gateways[gw.Namespace+"/"+gw.Name] = g
+	if len(gw.Spec.Addresses) > 0 {
+		g.accepted, g.reason, g.reject = false, string(gwv1.GatewayReasonUnsupportedAddress),
+			"orch serves a Gateway on every node's addresses; spec.addresses cannot be requested"
+	}
+	hosts := map[string]bool{} // port/hostname of this Gateway's listeners
+	for i := range gw.Spec.Listeners {
+		spec := &gw.Spec.Listeners[i]
+		l := &listener{spec: spec, status: gwv1.ListenerStatus{Name: spec.Name}}
+		g.listeners = append(g.listeners, l)
+		b.checkListener(gw, l)
+		host := ""
+		if spec.Hostname != nil {
+			host = string(*spec.Hostname)
+		}
+		if key := fmt.Sprintf("%d/%s", spec.Port, host); hosts[key] && l.invalid.conflicted == "" {
+			l.invalid.conflicted, l.invalid.msg = string(gwv1.ListenerReasonHostnameConflict),
+				fmt.Sprintf("another listener of this Gateway has port %d and hostname %q", spec.Port, host)
+		} else {
+			hosts[key] = true
+		}
+		if !g.accepted || l.invalid.accepted != "" || l.invalid.resolved != "" || l.invalid.conflicted != "" {
+			continue
+		}
+		tls := spec.Protocol == gwv1.HTTPSProtocolType
+		port := b.res.Ports[spec.Port]
+		switch {
+		case port == nil:
+			port = &Port{TLS: tls, Certs: map[string]string{}}
+			b.res.Ports[spec.Port] = port
+		case port.TLS != tls:
+			l.invalid.conflicted, l.invalid.msg = string(gwv1.ListenerReasonProtocolConflict),
+				fmt.Sprintf("an older Gateway serves port %d with another protocol", spec.Port)
+			continue
+		}
+		if tls {
+			if _, taken := port.Certs[host]; !taken {
+				port.Certs[host] = l.secret
+			}
+		}
+		l.valid = true
+	}
+}
+
+// checkListener finds what is wrong with a listener, if anything: its
+// protocol, its route kinds, its certificate.
+func (b *builder) checkListener(gw *gwv1.Gateway, l *listener) {
+	spec := l.spec
+	switch spec.Protocol {
+	case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType:
+	default:
+		l.invalid.accepted, l.invalid.msg = string(gwv1.ListenerReasonUnsupportedProtocol),
+			fmt.Sprintf("protocol %s is not supported (HTTP and HTTPS are)", spec.Protocol)
+	}
+	l.status.SupportedKinds = []gwv1.RouteGroupKind{}
+	if spec.AllowedRoutes == nil || len(spec.AllowedRoutes.Kinds) == 0 {
+		l.status.SupportedKinds = append(l.status.SupportedKinds, httpRouteKind)
+	} else {
+		for _, k := range spec.AllowedRoutes.Kinds {
+			if (k.Group == nil || *k.Group == Group) && k.Kind == "HTTPRoute" {
+				l.status.SupportedKinds = append(l.status.SupportedKinds, httpRouteKind)
+			} else if l.invalid.resolved == "" {
+				l.invalid.resolved = string(gwv1.ListenerReasonInvalidRouteKinds)
+				l.invalid.msg = fmt.Sprintf("route kind %s is not supported (HTTPRoute is)", k.Kind)
+			}
+		}
+	}
+	if spec.Protocol != gwv1.HTTPSProtocolType || l.invalid.accepted != "" {
+		return
+	}
+	if spec.TLS == nil || (spec.TLS.Mode != nil && *spec.TLS.Mode != gwv1.TLSModeTerminate) {
+		l.invalid.accepted, l.invalid.msg = string(gwv1.ListenerReasonUnsupportedValue), "an HTTPS listener terminates TLS (mode Terminate)"
+		return
+	}
+	if len(spec.TLS.CertificateRefs) == 0 {
+		l.invalid.resolved, l.invalid.msg = string(gwv1.ListenerReasonInvalidCertificateRef), "an HTTPS listener needs a certificateRef"
+		return
+	}
+	ref := spec.TLS.CertificateRefs[0]
+	ns := gw.Namespace
+	if ref.Namespace != nil {
+		ns = string(*ref.Namespace)
+	}
+	key := ns + "/" + string(ref.Name)
+	switch {
+	case (ref.Group != nil && *ref.Group != "") || (ref.Kind != nil && *ref.Kind != "Secret"):
+		l.invalid.resolved, l.invalid.msg = string(gwv1.ListenerReasonInvalidCertificateRef), "a certificateRef must be a Secret"
+	case ns != gw.Namespace && !b.grants.allow(Group, "Gateway", gw.Namespace, "", "Secret", ns, string(ref.Name)):
+		l.invalid.resolved, l.invalid.msg = string(gwv1.ListenerReasonRefNotPermitted),
+			fmt.Sprintf("no ReferenceGrant in namespace %s allows this Gateway to use Secret %s", ns, ref.Name)
+	case !validTLS(b.in.Secrets[key]):
+		l.invalid.resolved, l.invalid.msg = string(gwv1.ListenerReasonInvalidCertificateRef),
+			fmt.Sprintf("Secret %s is not a kubernetes.io/tls Secret with tls.crt and tls.key", key)
+	default:
+		l.secret = key
+	}
+}
+
+func validTLS(s *v1.Secret) bool {
+	return s != nil && s.Type == v1.SecretTypeTLS && len(s.Data[v1.TLSCertKey]) > 0 && len(s.Data[v1.TLSPrivateKeyKey]) > 0
+}
+
+// status is the Gateway's status without addresses.
+func (g *gateway) status() *GatewayStatus {
+	gen := g.gw.Generation
+	st := &GatewayStatus{}
+	allValid := true
+	for _, l := range g.listeners {
+		ls := l.status
+		ok := l.valid
+		st.Programmed = st.Programmed || ok
+		allValid = allValid && ok
+		accReason, accMsg := string(gwv1.ListenerReasonAccepted), ""
+		if l.invalid.accepted != "" {
+			accReason, accMsg = l.invalid.accepted, l.invalid.msg
+		}
+		resReason, resMsg := string(gwv1.ListenerReasonResolvedRefs), ""
+		if l.invalid.resolved != "" {
+			resReason, resMsg = l.invalid.resolved, l.invalid.msg
+		}
+		confReason, confMsg := string(gwv1.ListenerReasonNoConflicts), ""
+		if l.invalid.conflicted != "" {
+			confReason, confMsg = l.invalid.conflicted, l.invalid.msg
+		}
+		progReason, progMsg := string(gwv1.ListenerReasonProgrammed), ""
+		if !ok {
+			progReason, progMsg = string(gwv1.ListenerReasonInvalid), l.invalid.msg
+			if !g.accepted {
+				progMsg = g.reject
+			}
+		}
+		ls.Conditions = append(ls.Conditions,
+			condition(string(gwv1.ListenerConditionAccepted), l.invalid.accepted == "", accReason, accMsg, gen),
+			condition(string(gwv1.ListenerConditionResolvedRefs), l.invalid.resolved == "", resReason, resMsg, gen),
+			condition(string(gwv1.ListenerConditionConflicted), l.invalid.conflicted != "", confReason, confMsg, gen),
+			condition(string(gwv1.ListenerConditionProgrammed), ok, progReason, progMsg, gen))
+		st.Listeners = append(st.Listeners, ls)
+	}
+	switch {
+	case !g.accepted:
+		st.Programmed = false
+		st.Conditions = append(st.Conditions, condition(string(gwv1.GatewayConditionAccepted), false, g.reason, g.reject, gen))
+	case !allValid:
+		st.Conditions = append(st.Conditions, condition(string(gwv1.GatewayConditionAccepted), true,
+			string(gwv1.GatewayReasonListenersNotValid), "some listeners are not valid; see their conditions", gen))
+	default:
+		st.Conditions = append(st.Conditions, condition(string(gwv1.GatewayConditionAccepted), true, string(gwv1.GatewayReasonAccepted), "", gen))
+	}
+	return st
+}
