@@ -13,7 +13,7 @@
 //     built-in Ingress controller.
 //   - gateway.yaml: Gateway API's CustomResourceDefinitions (GatewayClass,
 //     Gateway, HTTPRoute, ReferenceGrant) and the GatewayClass "orch" of
-//     the built-in Gateway controller. It is generated from the
+//     the built-in Gateway controller; written only with --gateway-api. It is generated from the
 //     sigs.k8s.io/gateway-api module by `make build` (scripts/gateway-crds)
 //     and not committed; TestGatewayManifest checks it is current.
 package manifests

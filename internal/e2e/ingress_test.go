@@ -27,7 +27,8 @@ import (
 const wsechoRef = "orch.test/wsecho:1"
 
 // TestIngress is issue 22's third acceptance on two nodes (and, on the same
-// cluster, Gateway API's Gateways and HTTPRoutes: testGatewayAPI): an Ingress made
+// cluster, started with --gateway-api, Gateway API's Gateways and
+// HTTPRoutes: testGatewayAPI): an Ingress made
 // with `kubectl create ingress` answers on every node's HTTPS port with the
 // certificate of its Secret, from the pods on both nodes; a path rule and a
 // default backend route as written; a WebSocket echo works through it; a
@@ -38,7 +39,7 @@ func TestIngress(t *testing.T) {
 	built := make(chan testProgram, 1)
 	binDir := t.TempDir()
 	go func() { built <- buildTestProgram(binDir, "wsecho") }()
-	c := startNetCluster(t, network.BackendVXLAN, 87)
+	c := startNetClusterWith(t, netClusterOptions{backend: network.BackendVXLAN, proxyMode: "iptables", subnet: 87, serverArgs: []string{"--gateway-api"}})
 	p := <-built
 	for _, n := range c.nodes {
 		if err := writeProgramImage(p, wsechoRef, filepath.Join(c.agent[n].DataDir, "agent", "images", "wsecho.tar")); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,6 +63,10 @@ type Config struct {
 	// Disable leaves out the built-in manifests of these names (file names
 	// without extension, e.g. local-storage); see internal/manifests.
 	Disable []string
+	// GatewayAPI deploys the built-in manifest "gateway" (Gateway API's
+	// definitions and the GatewayClass orch), which is off by default:
+	// the definitions cost the server about 40 MB while no one uses them.
+	GatewayAPI bool
 	// Limits are --max-requests-inflight and
 	// --max-mutating-requests-inflight (zero: no limit); RequestTimeout is
 	// --request-timeout (zero: none).
@@ -115,6 +120,15 @@ func (c Config) etcdDir() string     { return filepath.Join(c.serverDir(), "db",
 func (c Config) tlsDir() string      { return filepath.Join(c.serverDir(), "tls") }
 func (c Config) tokenPath() string   { return filepath.Join(c.serverDir(), "token") }
 func (c Config) manifestDir() string { return filepath.Join(c.serverDir(), "manifests") }
+
+// disabledManifests are the built-in manifests not to deploy: those of
+// --disable, and "gateway" unless --gateway-api.
+func (c Config) disabledManifests() []string {
+	if c.GatewayAPI {
+		return c.Disable
+	}
+	return append(slices.Clip(c.Disable), "gateway")
+}
 
 // parsed is Config with addresses and networks parsed and checked.
 type parsed struct {

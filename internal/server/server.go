@@ -77,7 +77,7 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		etcdCfg.JoinExisting = true
 		log.Info("starting etcd as a new member of the cluster", "member", etcdCfg.Name, "cluster", etcdCfg.InitialCluster)
 	}
-	if err := manifests.WriteDefaults(builtin.Defaults, p.manifestDir(), p.Disable); err != nil {
+	if err := manifests.WriteDefaults(builtin.Defaults, p.manifestDir(), p.disabledManifests()); err != nil {
 		return err
 	}
 	var etcdClient *clientv3.Client // set once etcd serves

@@ -87,7 +87,9 @@ func BenchmarkServer(b *testing.B) {
 	if benchAs != "" && benchAs != "rbac" {
 		b.Fatalf("ORCH_BENCH_AS is %q: leave it empty (admin) or set it to rbac", benchAs)
 	}
-	kinds := []kind{orchKind(orchBin)}
+	// ORCH_BENCH_CONFIG is YAML for orch's config file (e.g.
+	// "gateway-api: true"), to measure an option's cost.
+	kinds := []kind{orchKindWith(orchBin, os.Getenv("ORCH_BENCH_CONFIG"))}
 	kas, etcd := os.Getenv("KUBE_APISERVER_BIN"), os.Getenv("ETCD_BIN")
 	if kas != "" && etcd != "" {
 		kinds = append(kinds, peerKind(kas, etcd))

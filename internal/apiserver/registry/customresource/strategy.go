@@ -2,6 +2,7 @@ package customresource
 
 import (
 	"fmt"
+	"sync"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -30,7 +31,11 @@ type strategy struct {
 	// statusValidator only .status (nil without a status schema or subresource).
 	schemaValidator validation.SchemaValidator
 	statusValidator validation.SchemaValidator
-	// celValidator is nil when the schema has no x-kubernetes-validations.
+	// celValidator (nil when the schema has no x-kubernetes-validations)
+	// is compiled at the first validation, not when the version is
+	// served: a definition nobody writes objects of costs no compiled
+	// programs (Gateway API's four definitions have about 13 MB of them).
+	celOnce      sync.Once
 	celValidator *cel.Validator
 	status       bool
 	scale        *apiextensionsv1.CustomResourceSubresourceScale
@@ -70,8 +75,13 @@ func newStrategy(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensions
 			}
 		}
 	}
-	s.celValidator = cel.NewValidator(s.structural, true, celconfig.PerCallLimit)
 	return s, nil
+}
+
+// cel is the version's CEL validator, compiled once on first use.
+func (s *strategy) cel() *cel.Validator {
+	s.celOnce.Do(func() { s.celValidator = cel.NewValidator(s.structural, true, celconfig.PerCallLimit) })
+	return s.celValidator
 }
 
 // newStructural is the structural schema upstream serves a version with.

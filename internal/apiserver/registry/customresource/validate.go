@@ -119,7 +119,8 @@ func (s *strategy) correlate(u, old *unstructured.Unstructured) *common.Correlat
 // cost budget, unless prior holds an error that makes the object's shape
 // unreliable (then it says that the rules were not checked).
 func (s *strategy) validateCEL(prior field.ErrorList, obj, old map[string]interface{}, opts ...cel.Option) field.ErrorList {
-	if s.celValidator == nil {
+	validator := s.cel()
+	if validator == nil {
 		return nil
 	}
 	for _, err := range prior {
@@ -132,7 +133,7 @@ func (s *strategy) validateCEL(prior field.ErrorList, obj, old map[string]interf
 	if old != nil {
 		oldObj = old
 	}
-	errs, _ := s.celValidator.Validate(context.Background(), nil, s.structural, obj, oldObj, celconfig.RuntimeCELCostBudget, opts...)
+	errs, _ := validator.Validate(context.Background(), nil, s.structural, obj, oldObj, celconfig.RuntimeCELCostBudget, opts...)
 	return errs
 }
 
