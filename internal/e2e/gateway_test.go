@@ -148,13 +148,17 @@ spec:
 		c.s.Kubectl(t, "delete", "httproute", "shared")
 		cl := c.frontDoor(c.nodes[1], nil)
 		eventually(t, 30*time.Second, func() string {
-			// Port 80 is the Ingresses' too: the "paths" Ingress's
-			// default backend (web) answers what no rule takes.
+			// Port 80 is the Ingresses' too, but their default backend
+			// does not answer the listener's hostname: 404.
 			body, resp, err := fetch(cl, "http://shared.example/")
-			if err != nil || resp.StatusCode != 200 || !slices.Contains(webNames, strings.Fields(body + " ")[0]) {
-				return fmt.Sprintf("after the delete: %v %q, want the Ingresses' default backend (web)", err, body)
+			if err != nil || resp.StatusCode != 404 {
+				return fmt.Sprintf("after the delete: %v %q, want 404", err, body)
 			}
 			return ""
 		})
+		// Other hosts on port 80 still get the Ingresses' default backend.
+		if body, resp, err := fetch(cl, "http://unknown.example/"); err != nil || resp.StatusCode != 200 || !slices.Contains(webNames, strings.Fields(body + " ")[0]) {
+			t.Errorf("another host on port 80: %v %q, want the Ingresses' default backend (web)", err, body)
+		}
 	})
 }

@@ -8,7 +8,7 @@
 // serves (the rules and certificates of every listener port) and the
 // status the server's controller writes (internal/controller/gateway).
 // Both sides run the same Build, so what the status says is attached is
-// what is served.
+// what every node serves, unless a node cannot open a port (it logs why).
 //
 // Served: listeners of protocol HTTP and HTTPS (TLS terminated with the
 // certificate of a Secret, chosen by SNI); HTTPRoute matches on path
@@ -16,9 +16,13 @@
 // the filters RequestHeaderModifier, ResponseHeaderModifier,
 // RequestRedirect and URLRewrite; weighted Service backends, across
 // namespaces where a ReferenceGrant allows. Listeners of other protocols
-// are not accepted (UnsupportedProtocol); an HTTPRoute using a feature not
-// listed here is not accepted (UnsupportedValue), rather than served
-// differently from what it says. Every Gateway's listeners are served on
+// are not accepted (UnsupportedProtocol); a route, Gateway or listener using
+// a feature not listed here is not accepted (UnsupportedValue), rather than served
+// differently from what it says: in a route, RegularExpression matches,
+// other filters, backendRef filters, timeouts, retry and session
+// persistence; in a Gateway, spec.tls (client certificates, backend TLS),
+// spec.addresses and parametersRef; in a listener, tls.options and more
+// than one certificateRef. Every Gateway's listeners are served on
 // every node's addresses, which are the Gateway's status addresses; two
 // Gateways with a listener on the same port share it (their routes are
 // merged), and one Gateway's listeners on a port must use one protocol.
@@ -56,8 +60,9 @@ type Input struct {
 type Result struct {
 	// Ports are the listener ports to serve and what each serves.
 	Ports map[int32]*Port
-	// Classes are the names of orch's GatewayClasses.
-	Classes []string
+	// Classes are orch's GatewayClasses, by name: "" when accepted, else
+	// why not (only a class without parametersRef is).
+	Classes map[string]string
 	// Gateways are the status of orch's Gateways, by namespace/name
 	// (without addresses, which the controller knows).
 	Gateways map[string]*GatewayStatus
@@ -70,6 +75,10 @@ type Result struct {
 type Port struct {
 	TLS   bool
 	Rules []*routing.Rule
+	// Hosts are the hostnames of the port's listeners ("" for a listener
+	// without one): requests for them that no rule matches get 404, not
+	// an Ingress's default backend on a port both serve.
+	Hosts []string
 	// Certs maps a listener hostname ("" for a listener without one, "*.x"
 	// for a wildcard) to the Secret (namespace/name) it is served with.
 	Certs map[string]string
@@ -92,18 +101,21 @@ const orderBase = 1 << 30
 // namespace/name): the older one wins a port's protocol and a tie of
 // route precedence.
 func Build(in Input) *Result {
-	res := &Result{Ports: map[int32]*Port{}, Gateways: map[string]*GatewayStatus{}, Routes: map[string][]gwv1.RouteParentStatus{}}
+	res := &Result{Ports: map[int32]*Port{}, Classes: map[string]string{}, Gateways: map[string]*GatewayStatus{}, Routes: map[string][]gwv1.RouteParentStatus{}}
 	if in.Services == nil {
 		in.Services = routing.NewServices(nil, nil)
 	}
 	ours := map[string]bool{}
 	for _, c := range in.Classes {
-		if c.Spec.ControllerName == ControllerName && c.DeletionTimestamp == nil {
+		switch {
+		case c.Spec.ControllerName != ControllerName || c.DeletionTimestamp != nil:
+		case c.Spec.ParametersRef != nil:
+			res.Classes[c.Name] = "orch's GatewayClasses take no parameters (spec.parametersRef)"
+		default:
 			ours[c.Name] = true
-			res.Classes = append(res.Classes, c.Name)
+			res.Classes[c.Name] = ""
 		}
 	}
-	sort.Strings(res.Classes)
 	b := &builder{in: in, res: res, gateways: map[string]*gateway{}, grants: newGrants(in.Grants), nsLabels: map[string]map[string]string{}}
 	for _, ns := range in.Namespaces {
 		b.nsLabels[ns.Name] = ns.Labels

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -87,9 +88,14 @@ func services(keys ...string) *routing.Services {
 	return routing.NewServices(svcs, nil)
 }
 
-func tlsSecret(ns, name string) *v1.Secret {
+func tlsSecret(t *testing.T, ns, name string) *v1.Secret {
+	t.Helper()
+	cert, key, err := certutil.GenerateSelfSignedCertKey(name+".example", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: v1.SecretTypeTLS,
-		Data: map[string][]byte{v1.TLSCertKey: []byte("cert"), v1.TLSPrivateKeyKey: []byte("key")}}
+		Data: map[string][]byte{v1.TLSCertKey: cert, v1.TLSPrivateKeyKey: key}}
 }
 
 func grant(ns, fromKind, fromNS, toKind string) *gwv1.ReferenceGrant {
@@ -229,11 +235,20 @@ func TestListeners(t *testing.T) {
 	tcp := gwv1.Listener{Name: "tcp", Port: 9000, Protocol: gwv1.TCPProtocolType}
 	old := gw("a", "old", time.Hour, httpListener("http", 80, ""), httpsListener("https", 443, "", "cert"))
 	young := gw("b", "young", time.Minute, httpsListener("clash", 80, "", "cert"), httpsListener("foreign", 8443, "a", "cert"),
-		httpsListener("missing", 9443, "", "nope"), tcp, httpListener("dup1", 81, "x.example"), httpListener("dup2", 81, "x.example"))
+		httpsListener("missing", 9443, "", "nope"), httpsListener("garbage", 9444, "", "garbage"), tcp,
+		httpListener("dup1", 81, "x.example"), httpListener("dup2", 81, "x.example"),
+		httpListener("plain", 83, ""), httpsListener("secure", 83, "", "cert"), httpsListener("taken", 443, "", "cert"),
+		httpListener("fine", 84, ""))
 	withAddress := gw("a", "addressed", time.Minute, httpListener("http", 82, ""))
 	withAddress.Spec.Addresses = []gwv1.GatewaySpecAddress{{Value: "10.0.0.1"}}
-	secrets := map[string]*v1.Secret{"a/cert": tlsSecret("a", "cert"), "b/cert": tlsSecret("b", "cert")}
-	res := Build(Input{Classes: classes, Gateways: []*gwv1.Gateway{young, old, withAddress}, Secrets: secrets})
+	mtls := gw("a", "mtls", time.Minute, httpListener("http", 85, ""))
+	mtls.Spec.TLS = &gwv1.GatewayTLSConfig{Frontend: &gwv1.FrontendTLSConfig{}}
+	garbage := tlsSecret(t, "b", "garbage")
+	garbage.Data[v1.TLSCertKey] = []byte("-----BEGIN CERTIFICATE-----\nnot one\n-----END CERTIFICATE-----\n")
+	secrets := map[string]*v1.Secret{"a/cert": tlsSecret(t, "a", "cert"), "b/cert": tlsSecret(t, "b", "cert"), "b/garbage": garbage}
+	routeToMissing := route("b", "r", parent("", "young", "missing"), nil, toService(backend("", "web", 80)))
+	res := Build(Input{Classes: classes, Gateways: []*gwv1.Gateway{young, old, withAddress, mtls}, Secrets: secrets,
+		Routes: []*gwv1.HTTPRoute{routeToMissing}, Services: services("b", "web")})
 
 	if p := res.Ports[443]; p == nil || !p.TLS || p.Certs[""] != "a/cert" {
 		t.Errorf("port 443: %+v, want TLS with a/cert as its default certificate", p)
@@ -241,7 +256,7 @@ func TestListeners(t *testing.T) {
 	if p := res.Ports[80]; p == nil || p.TLS {
 		t.Errorf("port 80: %+v, want plain HTTP (the older Gateway's)", p)
 	}
-	for _, port := range []int32{8443, 9443, 9000, 82} {
+	for _, port := range []int32{8443, 9443, 9444, 9000, 82, 81, 83, 85} {
 		if res.Ports[port] != nil {
 			t.Errorf("port %d is served; its listener is not valid", port)
 		}
@@ -252,29 +267,48 @@ func TestListeners(t *testing.T) {
 	if st := res.Gateways["a/addressed"]; cond(st.Conditions, "Accepted") != "False/UnsupportedAddress" || st.Programmed {
 		t.Errorf("addressed: %+v, want not accepted (UnsupportedAddress)", st)
 	}
+	if st := res.Gateways["a/mtls"]; cond(st.Conditions, "Accepted") != "False/UnsupportedValue" || st.Programmed {
+		t.Errorf("mtls: %+v, want not accepted: client certificate validation is not served", st)
+	}
 	st := res.Gateways["b/young"]
 	if cond(st.Conditions, "Accepted") != "True/ListenersNotValid" {
 		t.Errorf("young: %v, want accepted with ListenersNotValid", st.Conditions)
 	}
 	want := map[string][2]string{ // listener → the condition that says what is wrong
-		"clash":   {"Conflicted", "True/ProtocolConflict"},
+		"clash":   {"Conflicted", "True/ProtocolConflict"}, // an older Gateway's port
 		"foreign": {"ResolvedRefs", "False/RefNotPermitted"},
 		"missing": {"ResolvedRefs", "False/InvalidCertificateRef"},
+		"garbage": {"ResolvedRefs", "False/InvalidCertificateRef"},
 		"tcp":     {"Accepted", "False/UnsupportedProtocol"},
-		"dup1":    {"Programmed", "True/Programmed"},
+		"dup1":    {"Conflicted", "True/HostnameConflict"}, // neither of two equal listeners wins
 		"dup2":    {"Conflicted", "True/HostnameConflict"},
+		"plain":   {"Conflicted", "True/ProtocolConflict"}, // two protocols on one port of one Gateway
+		"secure":  {"Conflicted", "True/ProtocolConflict"},
+		"taken":   {"Conflicted", "True/HostnameConflict"}, // an older Gateway's certificate for ""
+		"fine":    {"Programmed", "True/Programmed"},
 	}
 	for _, l := range st.Listeners {
 		w := want[string(l.Name)]
 		if got := cond(l.Conditions, w[0]); got != w[1] {
 			t.Errorf("listener %s: %s is %s, want %s", l.Name, w[0], got, w[1])
 		}
-		if programmed := cond(l.Conditions, "Programmed") == "True/Programmed"; programmed != (l.Name == "dup1") {
+		if programmed := cond(l.Conditions, "Programmed") == "True/Programmed"; programmed != (l.Name == "fine") {
 			t.Errorf("listener %s: programmed %v", l.Name, programmed)
+		}
+		// A route attaches to a listener whose references do not
+		// resolve, and is counted, but is not served there.
+		if attached := l.AttachedRoutes; attached != map[bool]int32{true: 1}[l.Name == "missing"] {
+			t.Errorf("listener %s: %d attached routes", l.Name, attached)
 		}
 		if len(l.SupportedKinds) != 1 || l.SupportedKinds[0].Kind != "HTTPRoute" {
 			t.Errorf("listener %s: supportedKinds %v, want HTTPRoute", l.Name, l.SupportedKinds)
 		}
+	}
+	if got := cond(res.Routes["b/r"][0].Conditions, "Accepted"); got != "True/Accepted" {
+		t.Errorf("the route on the listener with a missing certificate: Accepted %s, want True", got)
+	}
+	if p := res.Ports[84]; p == nil || len(p.Hosts) != 1 || p.Hosts[0] != "" {
+		t.Errorf("port 84: %+v, want the host of its listener (any)", p)
 	}
 	// A ReferenceGrant lets young use a's Secret.
 	res = Build(Input{Classes: classes, Gateways: []*gwv1.Gateway{young}, Secrets: secrets,
@@ -286,6 +320,12 @@ func TestListeners(t *testing.T) {
 	if res := Build(Input{Classes: []*gwv1.GatewayClass{class("orch", "example.com/other")}, Gateways: []*gwv1.Gateway{old}}); len(res.Ports) != 0 || len(res.Gateways) != 0 || len(res.Classes) != 0 {
 		t.Errorf("another controller's class: %+v", res)
 	}
+	// A class with parameters is refused, and its Gateways are not served.
+	withParams := class("orch", ControllerName)
+	withParams.Spec.ParametersRef = &gwv1.ParametersReference{Kind: "ConfigMap", Name: "x"}
+	if res := Build(Input{Classes: []*gwv1.GatewayClass{withParams}, Gateways: []*gwv1.Gateway{old}}); res.Classes["orch"] == "" || len(res.Ports) != 0 {
+		t.Errorf("a class with parametersRef: %+v", res)
+	}
 }
 
 func TestConvert(t *testing.T) {
@@ -295,8 +335,8 @@ func TestConvert(t *testing.T) {
 	r := route("ns", "r", parent("", "g", ""), nil, gwv1.HTTPRouteRule{
 		Matches: []gwv1.HTTPRouteMatch{
 			{Path: &gwv1.HTTPPathMatch{Type: &exact, Value: ptr.To("/login")}, Method: ptr.To(gwv1.HTTPMethodPost),
-				Headers:     []gwv1.HTTPHeaderMatch{{Name: "x-version", Value: "2"}},
-				QueryParams: []gwv1.HTTPQueryParamMatch{{Name: "debug", Value: "1"}}},
+				Headers:     []gwv1.HTTPHeaderMatch{{Name: "x-version", Value: "2"}, {Name: "X-Version", Value: "3"}}, // the second is ignored
+				QueryParams: []gwv1.HTTPQueryParamMatch{{Name: "debug", Value: "1"}, {Name: "debug", Value: "2"}}},    // as is this
 			{Path: &gwv1.HTTPPathMatch{Value: ptr.To("/old")}},
 		},
 		Filters: []gwv1.HTTPRouteFilter{
@@ -317,8 +357,8 @@ func TestConvert(t *testing.T) {
 		t.Fatalf("%d rules, want 3 (two matches of the first rule, one for the second)", len(rules))
 	}
 	login, old, redirect := rules[0], rules[1], rules[2]
-	if !login.Exact || login.Path != "/login" || login.Method != "POST" || login.Headers[0] != (routing.Pair{Name: "X-Version", Value: "2"}) ||
-		login.Query[0] != (routing.Pair{Name: "debug", Value: "1"}) {
+	if !login.Exact || login.Path != "/login" || login.Method != "POST" || len(login.Headers) != 1 || login.Headers[0] != (routing.Pair{Name: "X-Version", Value: "2"}) ||
+		len(login.Query) != 1 || login.Query[0] != (routing.Pair{Name: "debug", Value: "1"}) {
 		t.Errorf("first match: %+v", login)
 	}
 	if old.Exact || old.Path != "/old" || old.Order != login.Order || redirect.Order <= login.Order {

@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"crypto/tls"
 	"fmt"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -18,10 +20,13 @@ type gateway struct {
 
 // listener is one listener and what was found about it.
 type listener struct {
-	spec    *gwv1.Listener
-	status  gwv1.ListenerStatus
-	valid   bool // served: routes may attach
-	invalid struct {
+	spec   *gwv1.Listener
+	status gwv1.ListenerStatus
+	// attachable: accepted and not conflicted, so routes attach (and are
+	// counted) even when its references do not resolve.
+	attachable bool
+	valid      bool // served: attachable, its references resolved
+	invalid    struct {
 		accepted, resolved, conflicted string // reasons, "" when fine
 		msg                            string
 	}
@@ -32,51 +37,103 @@ var httpRouteKind = gwv1.RouteGroupKind{Group: ptrTo(gwv1.Group(Group)), Kind: "
 
 func ptrTo[T any](v T) *T { return &v }
 
-// addGateway checks an orch Gateway's listeners, claims their ports (the
-// oldest Gateway's protocol wins a port) and keeps it for its routes.
+func hostnameOf(l *gwv1.Listener) string {
+	if l.Hostname == nil {
+		return ""
+	}
+	return strings.ToLower(string(*l.Hostname))
+}
+
+// addGateway checks an orch Gateway and its listeners, claims their
+// ports (the oldest Gateway's protocol wins a port, and its certificate a
+// TLS hostname) and keeps it for its routes.
 func (b *builder) addGateway(gw *gwv1.Gateway) {
 	g := &gateway{gw: gw, accepted: true}
 	b.gateways[gw.Namespace+"/"+gw.Name] = g
-	if len(gw.Spec.Addresses) > 0 {
+	switch {
+	case len(gw.Spec.Addresses) > 0:
 		g.accepted, g.reason, g.reject = false, string(gwv1.GatewayReasonUnsupportedAddress),
 			"orch serves a Gateway on every node's addresses; spec.addresses cannot be requested"
+	case gw.Spec.Infrastructure != nil && gw.Spec.Infrastructure.ParametersRef != nil:
+		g.accepted, g.reason, g.reject = false, string(gwv1.GatewayReasonInvalidParameters),
+			"orch's Gateways take no parameters (spec.infrastructure.parametersRef)"
+	case gw.Spec.TLS != nil:
+		g.accepted, g.reason, g.reject = false, "UnsupportedValue",
+			"spec.tls (client certificate validation, backend TLS) is not supported"
 	}
-	hosts := map[string]bool{} // port/hostname of this Gateway's listeners
 	for i := range gw.Spec.Listeners {
-		spec := &gw.Spec.Listeners[i]
-		l := &listener{spec: spec, status: gwv1.ListenerStatus{Name: spec.Name}}
+		l := &listener{spec: &gw.Spec.Listeners[i], status: gwv1.ListenerStatus{Name: gw.Spec.Listeners[i].Name}}
 		g.listeners = append(g.listeners, l)
 		b.checkListener(gw, l)
-		host := ""
-		if spec.Hostname != nil {
-			host = string(*spec.Hostname)
-		}
-		if key := fmt.Sprintf("%d/%s", spec.Port, host); hosts[key] && l.invalid.conflicted == "" {
-			l.invalid.conflicted, l.invalid.msg = string(gwv1.ListenerReasonHostnameConflict),
-				fmt.Sprintf("another listener of this Gateway has port %d and hostname %q", spec.Port, host)
-		} else {
-			hosts[key] = true
-		}
-		if !g.accepted || l.invalid.accepted != "" || l.invalid.resolved != "" || l.invalid.conflicted != "" {
+	}
+	conflicts(g.listeners)
+	for _, l := range g.listeners {
+		if !g.accepted || l.invalid.accepted != "" || l.invalid.conflicted != "" {
 			continue
 		}
+		spec, host := l.spec, hostnameOf(l.spec)
 		tls := spec.Protocol == gwv1.HTTPSProtocolType
 		port := b.res.Ports[spec.Port]
-		switch {
-		case port == nil:
-			port = &Port{TLS: tls, Certs: map[string]string{}}
-			b.res.Ports[spec.Port] = port
-		case port.TLS != tls:
+		if port != nil && port.TLS != tls {
 			l.invalid.conflicted, l.invalid.msg = string(gwv1.ListenerReasonProtocolConflict),
 				fmt.Sprintf("an older Gateway serves port %d with another protocol", spec.Port)
 			continue
 		}
-		if tls {
-			if _, taken := port.Certs[host]; !taken {
-				port.Certs[host] = l.secret
-			}
+		if _, taken := port.cert(host); tls && taken && l.invalid.resolved == "" {
+			l.invalid.conflicted, l.invalid.msg = string(gwv1.ListenerReasonHostnameConflict),
+				fmt.Sprintf("an older Gateway's listener on port %d serves hostname %q with its certificate", spec.Port, host)
+			continue
 		}
+		l.attachable = true
+		if l.invalid.resolved != "" {
+			continue // routes attach, but nothing is served
+		}
+		if port == nil {
+			port = &Port{TLS: tls, Certs: map[string]string{}}
+			b.res.Ports[spec.Port] = port
+		}
+		if tls {
+			port.Certs[host] = l.secret
+		}
+		port.Hosts = append(port.Hosts, host)
 		l.valid = true
+	}
+}
+
+// cert is the Secret of a host's certificate on the port, if any.
+func (p *Port) cert(host string) (string, bool) {
+	if p == nil {
+		return "", false
+	}
+	s, ok := p.Certs[host]
+	return s, ok
+}
+
+// conflicts marks the listeners of one Gateway that are not distinct:
+// those of a port whose listeners have different protocols, and those
+// sharing a port and hostname. None of them wins (the specification
+// forbids picking one).
+func conflicts(ls []*listener) {
+	protocols := map[int32]map[gwv1.ProtocolType]bool{}
+	hosts := map[string]int{}
+	key := func(l *listener) string { return fmt.Sprintf("%d/%s", l.spec.Port, hostnameOf(l.spec)) }
+	for _, l := range ls {
+		if protocols[l.spec.Port] == nil {
+			protocols[l.spec.Port] = map[gwv1.ProtocolType]bool{}
+		}
+		protocols[l.spec.Port][l.spec.Protocol] = true
+		hosts[key(l)]++
+	}
+	for _, l := range ls {
+		switch {
+		case l.invalid.conflicted != "":
+		case len(protocols[l.spec.Port]) > 1:
+			l.invalid.conflicted, l.invalid.msg = string(gwv1.ListenerReasonProtocolConflict),
+				fmt.Sprintf("listeners of this Gateway on port %d have different protocols", l.spec.Port)
+		case hosts[key(l)] > 1:
+			l.invalid.conflicted, l.invalid.msg = string(gwv1.ListenerReasonHostnameConflict),
+				fmt.Sprintf("listeners of this Gateway share port %d and hostname %q", l.spec.Port, hostnameOf(l.spec))
+		}
 	}
 }
 
@@ -106,8 +163,15 @@ func (b *builder) checkListener(gw *gwv1.Gateway, l *listener) {
 	if spec.Protocol != gwv1.HTTPSProtocolType || l.invalid.accepted != "" {
 		return
 	}
-	if spec.TLS == nil || (spec.TLS.Mode != nil && *spec.TLS.Mode != gwv1.TLSModeTerminate) {
+	switch {
+	case spec.TLS == nil || (spec.TLS.Mode != nil && *spec.TLS.Mode != gwv1.TLSModeTerminate):
 		l.invalid.accepted, l.invalid.msg = string(gwv1.ListenerReasonUnsupportedValue), "an HTTPS listener terminates TLS (mode Terminate)"
+		return
+	case len(spec.TLS.Options) > 0:
+		l.invalid.accepted, l.invalid.msg = string(gwv1.ListenerReasonUnsupportedValue), "tls.options are not supported"
+		return
+	case len(spec.TLS.CertificateRefs) > 1:
+		l.invalid.accepted, l.invalid.msg = string(gwv1.ListenerReasonUnsupportedValue), "orch serves one certificate per listener (one certificateRef)"
 		return
 	}
 	if len(spec.TLS.CertificateRefs) == 0 {
@@ -134,8 +198,14 @@ func (b *builder) checkListener(gw *gwv1.Gateway, l *listener) {
 	}
 }
 
+// validTLS: a kubernetes.io/tls Secret whose certificate and key parse
+// and match.
 func validTLS(s *v1.Secret) bool {
-	return s != nil && s.Type == v1.SecretTypeTLS && len(s.Data[v1.TLSCertKey]) > 0 && len(s.Data[v1.TLSPrivateKeyKey]) > 0
+	if s == nil || s.Type != v1.SecretTypeTLS {
+		return false
+	}
+	_, err := tls.X509KeyPair(s.Data[v1.TLSCertKey], s.Data[v1.TLSPrivateKeyKey])
+	return err == nil
 }
 
 // status is the Gateway's status without addresses.

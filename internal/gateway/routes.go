@@ -46,6 +46,9 @@ func (b *builder) addRoute(r *gwv1.HTTPRoute) {
 			reason, msg = string(gwv1.RouteReasonAccepted), ""
 			for _, a := range atts {
 				a.l.status.AttachedRoutes++
+				if !a.l.valid {
+					continue // attached, but the listener is not served (its references do not resolve)
+				}
 				port := b.res.Ports[a.l.spec.Port]
 				for _, h := range a.hosts {
 					for _, rl := range rules {
@@ -83,7 +86,7 @@ func (b *builder) attach(g *gateway, r *gwv1.HTTPRoute, ref gwv1.ParentReference
 			continue
 		}
 		named = true
-		if !l.valid || len(l.status.SupportedKinds) == 0 || !b.namespaceAllowed(l.spec, g.gw.Namespace, r.Namespace) {
+		if !l.attachable || len(l.status.SupportedKinds) == 0 || !b.namespaceAllowed(l.spec, g.gw.Namespace, r.Namespace) {
 			continue
 		}
 		allowed = true
@@ -202,17 +205,28 @@ func convertMatch(m gwv1.HTTPRouteMatch, rl *routing.Rule) string {
 			return fmt.Sprintf("path match type %s is not supported", *p.Type)
 		}
 	}
+	// Of entries naming the same header (case-insensitively) or query
+	// parameter (exactly), only the first counts, as the API says.
+	seen := map[string]bool{}
 	for _, h := range m.Headers {
 		if h.Type != nil && *h.Type != gwv1.HeaderMatchExact {
 			return fmt.Sprintf("header match type %s is not supported", *h.Type)
 		}
-		rl.Headers = append(rl.Headers, routing.Pair{Name: http.CanonicalHeaderKey(string(h.Name)), Value: h.Value})
+		name := http.CanonicalHeaderKey(string(h.Name))
+		if !seen[name] {
+			seen[name] = true
+			rl.Headers = append(rl.Headers, routing.Pair{Name: name, Value: h.Value})
+		}
 	}
+	seen = map[string]bool{}
 	for _, q := range m.QueryParams {
 		if q.Type != nil && *q.Type != gwv1.QueryParamMatchExact {
 			return fmt.Sprintf("query parameter match type %s is not supported", *q.Type)
 		}
-		rl.Query = append(rl.Query, routing.Pair{Name: string(q.Name), Value: q.Value})
+		if !seen[string(q.Name)] {
+			seen[string(q.Name)] = true
+			rl.Query = append(rl.Query, routing.Pair{Name: string(q.Name), Value: q.Value})
+		}
 	}
 	if m.Method != nil {
 		rl.Method = string(*m.Method)

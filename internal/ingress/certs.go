@@ -56,14 +56,23 @@ func LoadCerts(hosts map[string]string, secrets map[string]*v1.Secret, fallback 
 }
 
 // Get is tls.Config's GetCertificate: the certificate of the name the
-// client asked for (SNI), exact or by wildcard, else the fallback.
+// client asked for (SNI), exact or by the most specific wildcard, else
+// the fallback.
 func (c *Certs) Get(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
 	name := strings.ToLower(strings.TrimSuffix(hello.ServerName, "."))
 	if cert := c.byHost[name]; cert != nil {
 		return cert, nil
 	}
-	if i := strings.IndexByte(name, '.'); i > 0 {
-		if cert := c.byHost["*"+name[i:]]; cert != nil {
+	// A wildcard, the most specific first ("*.b.example" then
+	// "*.example" for "a.b.example": a Gateway listener's wildcard
+	// takes more than one label).
+	for rest := name; ; {
+		i := strings.IndexByte(rest, '.')
+		if i < 0 {
+			break
+		}
+		rest = rest[i+1:]
+		if cert := c.byHost["*."+rest]; cert != nil {
 			return cert, nil
 		}
 	}

@@ -10,7 +10,7 @@ import (
 func TestPlan(t *testing.T) {
 	ing := &Routes{Rules: []*routing.Rule{{Host: "ing.example"}}, Fallback: &routing.Rule{}, TLS: map[string]string{"ing.example": "default/ing"}}
 	gw := &gateway.Result{Ports: map[int32]*gateway.Port{
-		80:   {Rules: []*routing.Rule{{Host: "gw.example"}}},
+		80:   {Rules: []*routing.Rule{{Host: "gw.example"}}, Hosts: []string{"gw.example"}},
 		443:  {TLS: true, Rules: []*routing.Rule{{Host: "gw.example"}}, Certs: map[string]string{"gw.example": "default/gw", "ing.example": "default/other"}},
 		8080: {Rules: []*routing.Rule{{Host: "alt.example"}}},
 		8443: {Rules: []*routing.Rule{{Host: "clash.example"}}},
@@ -27,8 +27,8 @@ func TestPlan(t *testing.T) {
 		}
 		return out
 	}
-	if p := plans[80]; p == nil || p.tls || len(p.rules) != 2 || p.fallback == nil {
-		t.Errorf("port 80: %+v, want the Ingresses' rules and fallback and the Gateway's rule", p)
+	if p := plans[80]; p == nil || p.tls || len(p.rules) != 2 || p.fallback == nil || len(p.gatewayHosts) != 1 {
+		t.Errorf("port 80: %+v, want the Ingresses' rules and fallback, the Gateway's rule and its listener's host", p)
 	}
 	if p := plans[8443]; p == nil || !p.tls || len(p.rules) != 1 || p.certs["ing.example"] != "default/ing" {
 		t.Errorf("port 8443: %+v (hosts %v), want the Ingresses' alone", p, hosts(p))

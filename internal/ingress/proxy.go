@@ -11,6 +11,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -183,9 +184,15 @@ func redirect(w http.ResponseWriter, r *http.Request, rl *routing.Rule, port int
 	case rd.Scheme != "":
 		port = 80
 	}
-	u := url.URL{Scheme: scheme, Host: host, Path: rd.Path.NewPath(routing.CleanPath(r.URL.Path), rl.Path), RawQuery: r.URL.RawQuery}
+	// The path as it was sent, unless the redirect changes it.
+	u := url.URL{Scheme: scheme, Host: host, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
+	if rd.Path != nil {
+		u.Path, u.RawPath = rd.Path.NewPath(routing.CleanPath(r.URL.Path), rl.Path), ""
+	}
 	if !(scheme == "http" && port == 80) && !(scheme == "https" && port == 443) {
-		u.Host = net.JoinHostPort(host, strconv.Itoa(port))
+		u.Host = net.JoinHostPort(strings.Trim(host, "[]"), strconv.Itoa(port))
+	} else if strings.Contains(host, ":") && !strings.HasPrefix(host, "[") {
+		u.Host = "[" + host + "]" // an IPv6 address
 	}
 	code := rd.Code
 	if code == 0 {

@@ -186,7 +186,7 @@ func TestTLS(t *testing.T) {
 	defer front.Close()
 	setRules(t, p, front, hostRule("", "s", backend(t, "a")))
 	for _, tc := range []struct{ name, wantCN string }{
-		{"web.example", "web.example"}, {"a.wild.example", "*.wild.example"},
+		{"web.example", "web.example"}, {"a.wild.example", "*.wild.example"}, {"a.b.wild.example", "*.wild.example"},
 		{"bad.example", "orch ingress default certificate"}, {"other.example", "orch ingress default certificate"},
 	} {
 		tr := &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{ServerName: tc.name, InsecureSkipVerify: true}}
@@ -274,7 +274,8 @@ func TestFilters(t *testing.T) {
 		location   string
 	}{
 		{"redirect.example", "/old/page?q=1", 301, "https://redirect.example/new/page?q=1"},
-		{"moved.example", "/x", 302, fmt.Sprintf("http://elsewhere.example:%d/x", port)}, // the listener's port
+		{"moved.example", "/x", 302, fmt.Sprintf("http://elsewhere.example:%d/x", port)},                    // the listener's port
+		{"moved.example", "/a%2Fb//c?q", 302, fmt.Sprintf("http://elsewhere.example:%d/a%%2Fb//c?q", port)}, // the path as sent
 	} {
 		req, _ := http.NewRequest("GET", front.URL+tc.path, nil)
 		req.Host = tc.host

@@ -132,7 +132,7 @@ func (s *Server) Start(ctx context.Context) error {
 		tables := map[int]*routing.Table{}
 		certs := map[int]*Certs{}
 		for port, p := range plans {
-			tables[port] = routing.NewTable(p.rules, p.fallback)
+			tables[port] = routing.NewTable(p.rules, p.fallback).WithoutFallbackFor(p.gatewayHosts)
 			if p.tls {
 				c, cerrs := s.loadCerts(p.certs, byKey)
 				certs[port] = c

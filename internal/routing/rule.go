@@ -162,7 +162,7 @@ func (rl *Rule) matches(r *http.Request, path string) bool {
 		return false
 	}
 	for _, h := range rl.Headers {
-		if !hasValue(r.Header.Values(h.Name), h.Value) {
+		if v, ok := headerValue(r, h.Name); !ok || v != h.Value {
 			return false
 		}
 	}
@@ -177,9 +177,16 @@ func (rl *Rule) matches(r *http.Request, path string) bool {
 	return true
 }
 
-// hasValue: a header matches its first value (Gateway API: a header that
-// appears more than once matches by its first).
-func hasValue(vs []string, want string) bool { return len(vs) > 0 && vs[0] == want }
+// headerValue is the value a header match compares: a header sent more
+// than once is its values joined by commas (RFC 7230, 3.2.2), and Host
+// is the request's host (Go keeps it out of Header).
+func headerValue(r *http.Request, name string) (string, bool) {
+	if name == "Host" {
+		return r.Host, r.Host != ""
+	}
+	vs := r.Header.Values(name)
+	return strings.Join(vs, ","), len(vs) > 0
+}
 
 // PrefixMatch is the Prefix match of both APIs: p's path elements are a
 // prefix of path's ("/foo" matches "/foo" and "/foo/bar", not "/foobar");

@@ -15,6 +15,7 @@ type Table struct {
 	wildcard []*wildcard // longest suffix first
 	any      []*Rule
 	fallback *Rule
+	claimed  []string // hosts the fallback does not answer
 }
 
 type wildcard struct {
@@ -67,6 +68,16 @@ func NewTable(rules []*Rule, fallback *Rule) *Table {
 	return t
 }
 
+// WithoutFallbackFor keeps the fallback from answering requests for
+// hosts (exact, "*.domain" for one or more labels, "" for all): on a
+// port that Gateway listeners share with Ingresses, what the listeners'
+// routes do not match is 404, not an Ingress's default backend. Call it
+// before the table is used.
+func (t *Table) WithoutFallbackFor(hosts []string) *Table {
+	t.claimed = hosts
+	return t
+}
+
 // Match finds the rule of a request; nil when nothing matches and there
 // is no fallback.
 func (t *Table) Match(r *http.Request) *Rule {
@@ -87,7 +98,23 @@ func (t *Table) Match(r *http.Request) *Rule {
 	if rl := first(t.any, r, p); rl != nil {
 		return rl
 	}
+	if t.claims(host) {
+		return nil
+	}
 	return t.fallback
+}
+
+func (t *Table) claims(host string) bool {
+	for _, h := range t.claimed {
+		if suffix, ok := strings.CutPrefix(h, "*"); ok {
+			if label, ok := strings.CutSuffix(host, suffix); ok && label != "" {
+				return true
+			}
+		} else if h == "" || h == host {
+			return true
+		}
+	}
+	return false
 }
 
 func first(rs []*Rule, r *http.Request, p string) *Rule {

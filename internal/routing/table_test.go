@@ -119,3 +119,40 @@ func TestCleanPath(t *testing.T) {
 		}
 	}
 }
+
+func TestHeaderMatch(t *testing.T) {
+	repeated := rule("", "/", false, "repeated")
+	repeated.Headers = []Pair{{"X-Tag", "a,b"}}
+	host := rule("", "/", false, "host")
+	host.Headers = []Pair{{"Host", "h.example"}}
+	tab := NewTable([]*Rule{repeated, host}, nil)
+	r := httptest.NewRequest("GET", "http://x/", nil)
+	r.Header.Add("X-Tag", "a")
+	r.Header.Add("X-Tag", "b")
+	if got := tab.Match(r); got == nil || got.Backends[0].Service != "repeated" {
+		t.Errorf("a header sent twice: %+v, want its values joined by commas to match", got)
+	}
+	if got := tab.Match(httptest.NewRequest("GET", "http://h.example/", nil)); got == nil || got.Backends[0].Service != "host" {
+		t.Errorf("a Host header match: %+v", got)
+	}
+	if got := tab.Match(httptest.NewRequest("GET", "http://x/", nil)); got != nil {
+		t.Errorf("no header matched: %+v", got)
+	}
+}
+
+func TestWithoutFallbackFor(t *testing.T) {
+	tab := NewTable([]*Rule{rule("gw.example", "/only", false, "gw")}, rule("", "/", false, "fallback")).
+		WithoutFallbackFor([]string{"gw.example", "*.wild.example"})
+	for host, want := range map[string]string{
+		"gw.example": "", "a.b.wild.example": "", "wild.example": "fallback", "other.example": "fallback",
+	} {
+		got := tab.Match(httptest.NewRequest("GET", "http://"+host+"/x", nil))
+		if (want == "" && got != nil) || (want != "" && (got == nil || got.Backends[0].Service != want)) {
+			t.Errorf("%s: %+v, want %q", host, got, want)
+		}
+	}
+	all := NewTable(nil, rule("", "/", false, "fallback")).WithoutFallbackFor([]string{""})
+	if got := all.Match(httptest.NewRequest("GET", "http://any.example/", nil)); got != nil {
+		t.Errorf("a listener without hostname takes every host: %+v", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -76,6 +77,9 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
 		}
 		etcdCfg.JoinExisting = true
 		log.Info("starting etcd as a new member of the cluster", "member", etcdCfg.Name, "cluster", etcdCfg.InitialCluster)
+	}
+	if _, err := fs.Stat(builtin.Defaults, "gateway.yaml"); p.GatewayAPI && err != nil {
+		return errors.New("orch server: --gateway-api: this orch binary carries no Gateway API definitions (built without `make generate`; build it with `make build`)")
 	}
 	if err := manifests.WriteDefaults(builtin.Defaults, p.manifestDir(), p.disabledManifests()); err != nil {
 		return err

@@ -3,9 +3,11 @@
 // same as servicelb gives Ingresses) and their listeners' conditions and
 // attached route counts, and HTTPRoutes get one parent status per orch
 // Gateway they name. What is attached is decided by internal/gateway's
-// Build, the same function every agent serves from. The controller waits
-// until the Gateway API definitions are served (`orch server --disable
-// gateway` leaves them out).
+// Build, the same function every agent serves from (a node that cannot
+// open a listener's port, or has an Ingress port of the other protocol
+// there, logs it; the status cannot say). The controller waits until the
+// Gateway API definitions are served (`orch server --gateway-api`
+// installs them).
 package gateway
 
 import (

@@ -22,17 +22,19 @@ type writer struct {
 
 func (w *writer) write(ctx context.Context, in gateway.Input, res *gateway.Result, addrs []string) error {
 	var errs []error
-	ours := map[string]bool{}
-	for _, name := range res.Classes {
-		ours[name] = true
-	}
 	for _, gc := range in.Classes {
-		if !ours[gc.Name] {
+		refused, ours := res.Classes[gc.Name]
+		if !ours {
 			continue
+		}
+		accepted := metav1.Condition{Type: string(gwv1.GatewayClassConditionStatusAccepted), Status: metav1.ConditionTrue,
+			Reason: string(gwv1.GatewayClassReasonAccepted), ObservedGeneration: gc.Generation}
+		if refused != "" {
+			accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, string(gwv1.GatewayClassReasonInvalidParameters), refused
 		}
 		st := gc.Status.DeepCopy()
 		st.Conditions = w.merge(gc.Status.Conditions, []metav1.Condition{
-			{Type: string(gwv1.GatewayClassConditionStatusAccepted), Status: metav1.ConditionTrue, Reason: string(gwv1.GatewayClassReasonAccepted), ObservedGeneration: gc.Generation},
+			accepted,
 			{Type: string(gwv1.GatewayClassConditionStatusSupportedVersion), Status: metav1.ConditionTrue, Reason: string(gwv1.GatewayClassReasonSupportedVersion), ObservedGeneration: gc.Generation},
 		})
 		if apiequality.Semantic.DeepEqual(&gc.Status, st) {
