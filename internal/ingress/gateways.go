@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
-	gwlisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 
 	"orch/internal/gateway"
 	"orch/internal/routing"
@@ -22,10 +21,7 @@ import (
 // gatewayAPI is the listers of the Gateway API objects (and Namespaces,
 // for listeners that take routes by namespace selector).
 type gatewayAPI struct {
-	classes    gwlisters.GatewayClassLister
-	gateways   gwlisters.GatewayLister
-	routes     gwlisters.HTTPRouteLister
-	grants     gwlisters.ReferenceGrantLister
+	*gateway.Listers
 	namespaces corelisters.NamespaceLister
 }
 
@@ -38,17 +34,18 @@ func followGatewayAPI(ctx context.Context, client kubernetes.Interface, gw gwcli
 	}
 	f := gwinformers.NewSharedInformerFactory(gw, 0)
 	cf := informers.NewSharedInformerFactory(client, 0)
-	v := f.Gateway().V1()
-	g := &gatewayAPI{classes: v.GatewayClasses().Lister(), gateways: v.Gateways().Lister(), routes: v.HTTPRoutes().Lister(),
-		grants: v.ReferenceGrants().Lister(), namespaces: cf.Core().V1().Namespaces().Lister()}
-	infs := []cache.SharedIndexInformer{v.GatewayClasses().Informer(), v.Gateways().Informer(), v.HTTPRoutes().Informer(),
-		v.ReferenceGrants().Informer(), cf.Core().V1().Namespaces().Informer()}
-	for _, inf := range infs {
-		if _, err := inf.AddEventHandler(h); err != nil {
-			log.Error("Gateway API not followed", "err", err)
-			return nil
-		}
+	l, synced, err := gateway.Follow(f, h)
+	if err != nil {
+		log.Error("Gateway API not followed", "err", err)
+		return nil
 	}
+	nss := cf.Core().V1().Namespaces()
+	reg, err := nss.Informer().AddEventHandler(h)
+	if err != nil {
+		log.Error("Gateway API not followed", "err", err)
+		return nil
+	}
+	synced = append(synced, reg.HasSynced)
 	f.StartWithContext(ctx)
 	cf.StartWithContext(ctx)
 	go func() {
@@ -56,22 +53,17 @@ func followGatewayAPI(ctx context.Context, client kubernetes.Interface, gw gwcli
 		f.Shutdown()
 		cf.Shutdown()
 	}()
-	for _, inf := range infs {
-		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-			return nil
-		}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return nil
 	}
 	log.Info("following Gateway API objects")
-	return g
+	return &gatewayAPI{Listers: l, namespaces: nss.Lister()}
 }
 
 // input is the Gateway API part of what is served now.
 func (g *gatewayAPI) input(secrets map[string]*v1.Secret, svcs *routing.Services) gateway.Input {
 	in := gateway.Input{Secrets: secrets, Services: svcs}
-	in.Classes, _ = g.classes.List(labels.Everything())
-	in.Gateways, _ = g.gateways.List(labels.Everything())
-	in.Routes, _ = g.routes.List(labels.Everything())
-	in.Grants, _ = g.grants.List(labels.Everything())
+	_ = g.Fill(&in) // listers of synced informers do not fail
 	in.Namespaces, _ = g.namespaces.List(labels.Everything())
 	return in
 }

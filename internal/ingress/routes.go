@@ -35,9 +35,6 @@ type Routes struct {
 	TLS map[string]string
 }
 
-// Table is the routing table of the Ingresses alone.
-func (r *Routes) Table() *routing.Table { return routing.NewTable(r.Rules, r.Fallback) }
-
 // Serves reports whether an Ingress is the built-in controller's: its
 // class is ClassName (by name or the deprecated annotation), or it names
 // none and the class of the built-in controller is the default.

@@ -76,7 +76,7 @@ func TestMatch(t *testing.T) {
 		in.Services = append(in.Services, service(name, v1.ServicePort{Name: "http", Port: 80}))
 		in.Slices = append(in.Slices, slice(name, "http", 8080, map[string]bool{"10.42.0.1": true}))
 	}
-	tab := Build(in).Table()
+	tab := table(Build(in))
 	for _, tc := range []struct{ host, path, want string }{
 		{"web.example", "/", "web"},
 		{"WEB.example", "/index.html", "web"},
@@ -119,7 +119,7 @@ func TestEndpoints(t *testing.T) {
 		{"no slices", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := backendOf(match(Build(Input{Ingresses: []*networkingv1.Ingress{ing}, Classes: classes, Services: []*v1.Service{svc}, Slices: tc.slices}).Table(), "x", "/"))
+			b := backendOf(match(table(Build(Input{Ingresses: []*networkingv1.Ingress{ing}, Classes: classes, Services: []*v1.Service{svc}, Slices: tc.slices})), "x", "/"))
 			if b == nil || len(b.Endpoints) != len(tc.want) {
 				t.Fatalf("backend %+v, want endpoints %v", b, tc.want)
 			}
@@ -131,11 +131,14 @@ func TestEndpoints(t *testing.T) {
 		})
 	}
 	// Not ours: no class of ours, or no default class.
-	if b := match(Build(Input{Ingresses: []*networkingv1.Ingress{ingress("x", 0, nil, rule("", pathRule("/", networkingv1.PathTypePrefix, "web", 80)))},
-		Classes: classes}).Table(), "x", "/"); b != nil {
+	if b := match(table(Build(Input{Ingresses: []*networkingv1.Ingress{ingress("x", 0, nil, rule("", pathRule("/", networkingv1.PathTypePrefix, "web", 80)))},
+		Classes: classes})), "x", "/"); b != nil {
 		t.Errorf("a class-less Ingress without a default class was served: %+v", b)
 	}
 }
+
+// table is the routing table of the Ingresses alone.
+func table(r *Routes) *routing.Table { return routing.NewTable(r.Rules, r.Fallback) }
 
 func match(tab *routing.Table, host, path string) *routing.Rule {
 	return tab.Match(httptest.NewRequest(http.MethodGet, "http://"+host+path, nil))

@@ -26,7 +26,6 @@ import (
 	"k8s.io/utils/clock"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
-	gwlisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 
 	"orch/internal/controller"
 	"orch/internal/controller/servicelb"
@@ -81,15 +80,6 @@ func New(ctx controller.Context, gw gwclient.Interface) *Controller {
 	return c
 }
 
-// listers are the Gateway API objects' listers and the TLS Secrets'.
-type listers struct {
-	classes  gwlisters.GatewayClassLister
-	gateways gwlisters.GatewayLister
-	routes   gwlisters.HTTPRouteLister
-	grants   gwlisters.ReferenceGrantLister
-	secrets  corelisters.SecretLister
-}
-
 // Start waits for the Gateway API definitions, then keeps the status
 // until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
@@ -101,18 +91,17 @@ func (c *Controller) Start(ctx context.Context) error {
 	sf := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = "type=" + string(v1.SecretTypeTLS)
 	}))
-	g := f.Gateway().V1()
-	l := &listers{classes: g.GatewayClasses().Lister(), gateways: g.Gateways().Lister(), routes: g.HTTPRoutes().Lister(),
-		grants: g.ReferenceGrants().Lister(), secrets: sf.Core().V1().Secrets().Lister()}
-	synced := append([]cache.InformerSynced(nil), c.synced...)
-	for _, inf := range []cache.SharedIndexInformer{g.GatewayClasses().Informer(), g.Gateways().Informer(), g.HTTPRoutes().Informer(),
-		g.ReferenceGrants().Informer(), sf.Core().V1().Secrets().Informer()} {
-		reg, err := inf.AddEventHandler(c.handler)
-		if err != nil {
-			return err
-		}
-		synced = append(synced, reg.HasSynced)
+	gl, synced, err := gateway.Follow(f, c.handler)
+	if err != nil {
+		return err
 	}
+	secrets := sf.Core().V1().Secrets()
+	reg, err := secrets.Informer().AddEventHandler(c.handler)
+	if err != nil {
+		return err
+	}
+	synced = append(append(synced, reg.HasSynced), c.synced...)
+	l := &listers{Listers: gl, secrets: secrets.Lister()}
 	f.StartWithContext(ctx)
 	sf.StartWithContext(ctx)
 	defer f.Shutdown()
@@ -122,22 +111,19 @@ func (c *Controller) Start(ctx context.Context) error {
 		worker.Options{Workers: 1, Synced: synced, Log: c.log})
 }
 
+// listers are the Gateway API objects' listers and the TLS Secrets'.
+type listers struct {
+	*gateway.Listers
+	secrets corelisters.SecretLister
+}
+
 // sync computes everything and writes the status that changed.
 func (c *Controller) sync(ctx context.Context, l *listers) error {
 	in := gateway.Input{Secrets: map[string]*v1.Secret{}}
+	if err := l.Fill(&in); err != nil {
+		return err
+	}
 	var err error
-	if in.Classes, err = l.classes.List(labels.Everything()); err != nil {
-		return err
-	}
-	if in.Gateways, err = l.gateways.List(labels.Everything()); err != nil {
-		return err
-	}
-	if in.Routes, err = l.routes.List(labels.Everything()); err != nil {
-		return err
-	}
-	if in.Grants, err = l.grants.List(labels.Everything()); err != nil {
-		return err
-	}
 	if in.Namespaces, err = c.namespaces.List(labels.Everything()); err != nil {
 		return err
 	}
