@@ -85,6 +85,7 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./internal/scheduler/...
 	ORCH_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'PodStartup|FirstPod|HAFailover|OfflineStart' -benchtime 1x -timeout 30m ./internal/e2e/
 	$(GO) test -run '^$$' -bench 'FullSync|PartialSync' -count 3 -timeout 30m ./internal/proxy/
+	$(GO) test -run '^$$' -bench PeerChange -count 3 ./internal/netpol/
 	$(GO) test -run '^$$' -bench Requests -benchtime 20000x -count 5 ./internal/ingress/
 	$(GO) test -run '^$$' -bench Query -benchtime 3s -count 3 ./internal/dns/
 

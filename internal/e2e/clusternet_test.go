@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -170,6 +172,35 @@ func startTestResolver(t *testing.T, ip string) {
 func (c *netCluster) inNode(t *testing.T, node string, args ...string) string {
 	t.Helper()
 	return mustRun(t, append(inNetns(c.netns[node]), args...)...)
+}
+
+// ipsets are the ipsets of node's network namespace: name → addresses.
+func (c *netCluster) ipsets(t *testing.T, node string) map[string][]string {
+	t.Helper()
+	ns, err := netns.GetFromPath("/run/netns/" + c.netns[node])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	all, err := h.IpsetListAll()
+	if err != nil {
+		t.Fatalf("node %s: list ipsets: %v", node, err)
+	}
+	out := map[string][]string{}
+	for _, s := range all { // a big set comes in more than one message
+		for _, e := range s.Entries {
+			out[s.SetName] = append(out[s.SetName], e.IP.String())
+		}
+		if _, ok := out[s.SetName]; !ok {
+			out[s.SetName] = nil
+		}
+	}
+	return out
 }
 
 // webScript serves /cgi-bin/who (the pod's name and the client's

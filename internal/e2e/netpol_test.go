@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +133,28 @@ spec:
 		probe{"b", "client-" + a, a, 9090, false}, probe{"b", "client-" + a, b, 9090, false}, // not another port
 		probe{"a", "client", a, 8080, false}, probe{"a", "client", b, 8080, false}, // nor another namespace
 		probe{"b", "client-" + b, "service", 80, true}, probe{"a", "client", "service", 80, false}) // through the Service too
+	// The peers of from-b are one ipset on each node, with b's pods.
+	var bPods []string
+	for _, n := range c.nodes {
+		bPods = append(bPods, waitPodIn(t, c, "b", "client-"+n).Status.PodIP)
+	}
+	slices.Sort(bPods)
+	for _, n := range c.nodes {
+		sets := c.ipsets(t, n)
+		var matched []string
+		for _, r := range strings.Split(c.inNode(t, n, "iptables", "-S"), "\n") {
+			if _, after, ok := strings.Cut(r, "--match-set "); ok && strings.Contains(r, "--dport 8080") {
+				name := strings.Fields(after)[0]
+				matched = append(matched, name)
+				if got := slices.Sorted(slices.Values(sets[name])); !slices.Equal(got, bPods) {
+					t.Errorf("node %s: set %s holds %v, want b's pods %v", n, name, got, bPods)
+				}
+			}
+		}
+		if len(matched) == 0 {
+			t.Errorf("node %s: no rule for port 8080 matches a set; sets %v", n, sets)
+		}
+	}
 
 	far, err := c.client.CoreV1().Nodes().Get(context.Background(), b, metav1.GetOptions{})
 	if err != nil {
@@ -173,8 +196,30 @@ func waitPodIn(t *testing.T, c *netCluster, ns, name string) *corev1.Pod {
 	t.Helper()
 	return waitPodNS(t, c.client, ns, name, 2*time.Minute, func(p *corev1.Pod) string {
 		if p.Status.Phase != corev1.PodRunning || p.Status.PodIP == "" {
-			return fmt.Sprintf("%s/%s: phase %s, IP %q", ns, name, p.Status.Phase, p.Status.PodIP)
+			return fmt.Sprintf("%s/%s: phase %s, IP %q; %s", ns, name, p.Status.Phase, p.Status.PodIP, containerStates(p))
 		}
 		return ""
 	})
+}
+
+// containerStates says, for a failure message, where each container of p
+// is: running, or waiting or terminated and why.
+func containerStates(p *corev1.Pod) string {
+	var out []string
+	for _, cs := range p.Status.ContainerStatuses {
+		state := "no state"
+		switch s := cs.State; {
+		case s.Running != nil:
+			state = "running"
+		case s.Waiting != nil:
+			state = fmt.Sprintf("waiting (%s: %s)", s.Waiting.Reason, s.Waiting.Message)
+		case s.Terminated != nil:
+			state = fmt.Sprintf("terminated (%s, exit %d: %s)", s.Terminated.Reason, s.Terminated.ExitCode, s.Terminated.Message)
+		}
+		out = append(out, fmt.Sprintf("%s %s, %d restarts", cs.Name, state, cs.RestartCount))
+	}
+	if len(out) == 0 {
+		return "no container statuses"
+	}
+	return strings.Join(out, "; ")
 }

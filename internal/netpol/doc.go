@@ -19,7 +19,7 @@
 //
 // A policy's chain, KUBE-NWPLCY-<hash of ns/name/direction>, has one rule
 // per peer and port: pods by podSelector and namespaceSelector (each pod's
-// address), ipBlocks (an ipBlock with exceptions gets a KUBE-NWPLCY- chain
+// address, or, with ipsets, one set per rule), ipBlocks (an ipBlock with exceptions gets a KUBE-NWPLCY- chain
 // of its own that returns for them), ports by number, range (endPort) or
 // name (resolved on the isolated pod for ingress, on the peer pods for
 // egress), TCP, UDP and SCTP. A policy without rules in a direction it
@@ -58,7 +58,18 @@
 // the pods open over IPv6. A family whose sync fails does not hold back
 // the other's; Ready waits for both.
 //
-// No ipsets: a peer is a rule per pod address.
+// ipsets: when the kernel has ip_set, a rule's pod peers are one set of
+// type hash:ip (KUBE-NP-SRC-<hash> for ingress, KUBE-NP-DST-<hash> for
+// egress; the hash names the policy, direction, rule and family, since
+// sets are one namespace for both families), matched with -m set by one
+// rule per port. A rule with selectors has its set even while it is
+// empty, so pods that come, go or change address change a set and never
+// a chain. Each sync makes and fills the sets first (members added before
+// others go), writes the chains, then destroys the sets no chain matches.
+// Egress ports by name are resolved on each peer pod and keep a rule per
+// pod. Without ip_set, past setBudget sets (the kernel holds 256 for the
+// whole host), or when a set cannot be made, a family's rules name each
+// peer address, as Build does with Input.MaxSets 0.
 //
 // Example, in the agent (clusterCIDRs from cidr.ParseList of --cluster-cidr,
 // e.g. 10.42.0.0/16,fd00:42::/56):

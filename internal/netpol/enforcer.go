@@ -71,6 +71,10 @@ type Enforcer struct {
 type familySync struct {
 	family iptsync.Family
 	s      iptsync.Syncer
+	// sets writes the family's ipsets, nil without ip_set; the rules
+	// use maxSets at most.
+	sets    *kernelSets
+	maxSets int
 }
 
 // New checks cfg and makes an Enforcer. It fails when iptables, or for an
@@ -79,12 +83,12 @@ type familySync struct {
 func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Enforcer, error) {
 	return newEnforcer(cfg, client, log, func(f iptsync.Family) (iptsync.Writer, error) {
 		return iptsync.NewFamilyDriver(f, who, jumps, true)
-	})
+	}, ipsetsAvailable())
 }
 
 // newEnforcer makes an Enforcer that writes each family's rules through
-// the Writer writer gives for it.
-func newEnforcer(cfg Config, client kubernetes.Interface, log *slog.Logger, writer func(iptsync.Family) (iptsync.Writer, error)) (*Enforcer, error) {
+// the Writer writer gives for it, with the kernel's ipsets when sets.
+func newEnforcer(cfg Config, client kubernetes.Interface, log *slog.Logger, writer func(iptsync.Family) (iptsync.Writer, error), sets bool) (*Enforcer, error) {
 	if cfg.NodeName == "" {
 		return nil, errors.New("network policy: Config.NodeName is required (the name of this node, to find its pods)")
 	}
@@ -104,7 +108,14 @@ func newEnforcer(cfg Config, client kubernetes.Interface, log *slog.Logger, writ
 		if err != nil {
 			return nil, err
 		}
-		e.families = append(e.families, &familySync{family: f, s: iptsync.Syncer{W: w, FullSyncPeriod: cfg.FullSyncPeriod}})
+		fs := &familySync{family: f, s: iptsync.Syncer{W: w, FullSyncPeriod: cfg.FullSyncPeriod}}
+		if sets {
+			fs.sets, fs.maxSets = &kernelSets{family: f}, setBudget/len(fams)
+		}
+		e.families = append(e.families, fs)
+	}
+	if !sets {
+		e.log.Info("no ipsets in this kernel: network policy rules name each peer pod's address")
 	}
 	return e, nil
 }
@@ -195,17 +206,43 @@ func (e *Enforcer) sync(in Input) error {
 	return nil
 }
 
-// syncFamily writes the rules of in, whose Family is fs's.
+// syncFamily writes the rules of in, whose Family is fs's: the sets they
+// match first, then the chains, then the sets no longer matched go. When
+// the sets cannot be written (the kernel's limit of sets is reached) the
+// rules name each peer address, for this sync.
 func (e *Enforcer) syncFamily(fs *familySync, in Input) error {
 	start := time.Now()
+	in.MaxSets = fs.maxSets
 	rs := Build(in)
+	var after []setOp
+	setsChanged := 0
+	if fs.sets != nil {
+		have, err := fs.sets.list()
+		if err != nil {
+			return err
+		}
+		before, later := planSets(rs.Sets, have)
+		if err := fs.sets.apply(before); err != nil {
+			e.log.Warn("cannot write the ipsets of network policy; naming each peer address instead", "family", fs.family, "err", err)
+			in.MaxSets = 0
+			rs = Build(in)
+			before, later = planSets(nil, have)
+		}
+		after, setsChanged = later, len(before)
+	}
 	text, full, err := fs.s.Sync(start, tables(rs))
 	if err != nil {
 		return err
 	}
-	if len(text.Data) > 0 || full {
+	if err := fs.sets.destroy(after); err != nil {
+		// A set still matched (by rules another program copied?) stays
+		// until a later sync destroys it.
+		e.log.Warn("cannot destroy an unused ipset of network policy", "family", fs.family, "err", err)
+	}
+	if len(text.Data) > 0 || full || setsChanged > 0 || len(after) > 0 {
 		e.log.Info("synced network policy rules", "family", fs.family, "full", full, "isolatedPods", rs.Pods, "policyChains", rs.Policies,
-			"rules", text.Rules, "chainsWritten", text.Changed, "chainsDeleted", len(text.Deleted), "duration", time.Since(start))
+			"rules", text.Rules, "chainsWritten", text.Changed, "chainsDeleted", len(text.Deleted),
+			"sets", len(rs.Sets), "setChanges", setsChanged, "setsDestroyed", len(after), "duration", time.Since(start))
 	}
 	return nil
 }
@@ -224,11 +261,16 @@ func samePod(a, b *v1.Pod) bool {
 }
 
 // Cleanup removes every rule and chain the enforcer writes, in both IP
-// families: the jumps from FORWARD and INPUT, then its chains. It is for
+// families: the jumps from FORWARD and INPUT, then its chains, then its
+// ipsets. It is for
 // `orch agent cleanup` and for switching enforcement off
 // (--disable-network-policy); it must not run while an Enforcer runs.
 func Cleanup(log *slog.Logger) error {
-	return errors.Join(cleanupFamily(iptsync.IPv4, log), cleanupFamily(iptsync.IPv6, log))
+	err := errors.Join(cleanupFamily(iptsync.IPv4, log), cleanupFamily(iptsync.IPv6, log))
+	if err != nil {
+		return err // the sets may still be matched
+	}
+	return cleanupSets()
 }
 
 // cleanupFamily removes the rules of one family. A host without ip6tables

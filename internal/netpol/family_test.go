@@ -163,7 +163,7 @@ func TestFamiliesOf(t *testing.T) {
 func TestEnforcerFamilies(t *testing.T) {
 	var asked []iptsync.Family
 	e, err := newEnforcer(Config{NodeName: "n1", ClusterCIDRs: dualStack}, nil, nil,
-		func(f iptsync.Family) (iptsync.Writer, error) { asked = append(asked, f); return nil, nil })
+		func(f iptsync.Family) (iptsync.Writer, error) { asked = append(asked, f); return nil, nil }, false)
 	if err != nil || len(e.families) != 2 || fmt.Sprint(asked) != "[IPv4 IPv6]" {
 		t.Fatalf("newEnforcer: %v; asked %v", err, asked)
 	}
@@ -173,7 +173,7 @@ func TestEnforcerFamilies(t *testing.T) {
 				return nil, fmt.Errorf("ip6tables-restore not found")
 			}
 			return nil, nil
-		})
+		}, false)
 	if err == nil {
 		t.Error("newEnforcer without ip6tables on a dual-stack cluster: no error")
 	}
@@ -201,7 +201,7 @@ func (r *recorder) Restore(data []byte) error {
 func TestEnforcerSyncsEachFamily(t *testing.T) {
 	w := map[iptsync.Family]*recorder{iptsync.IPv4: {}, iptsync.IPv6: {fail: fmt.Errorf("ip6tables-restore failed")}}
 	e, err := newEnforcer(Config{NodeName: "n1", ClusterCIDRs: dualStack}, nil, nil,
-		func(f iptsync.Family) (iptsync.Writer, error) { return w[f], nil })
+		func(f iptsync.Family) (iptsync.Writer, error) { return w[f], nil }, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,16 @@
 package netpol
 
 import (
+	"fmt"
+	"maps"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"orch/internal/iptsync"
 	"orch/internal/netnstest"
@@ -25,7 +30,7 @@ func TestIPTablesLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := newEnforcer(Config{NodeName: "n1"}, nil, nil, func(iptsync.Family) (iptsync.Writer, error) { return d, nil })
+	e, err := newEnforcer(Config{NodeName: "n1"}, nil, nil, func(iptsync.Family) (iptsync.Writer, error) { return d, nil }, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +39,12 @@ func TestIPTablesLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	chains := netnstest.SaveChains(t, "filter")
-	want := text(Build(in))
+	in.MaxSets = e.families[0].maxSets
+	rs := Build(in)
+	if len(rs.Sets) == 0 {
+		t.Fatal("the rules use no ipsets")
+	}
+	want := text(rs)
 	for _, l := range strings.Split(want, "\n") {
 		if strings.HasPrefix(l, "-A ") && !slices.Contains(chains[strings.Fields(l)[1]], l) {
 			t.Errorf("the kernel lacks %q", l)
@@ -45,6 +55,27 @@ func TestIPTablesLifecycle(t *testing.T) {
 			t.Errorf("%s does not start with the jump to KUBE-NP-%s: %v", from, from, r)
 		}
 	}
+	checkSets(t, iptsync.IPv4, rs.Sets)
+
+	// A peer pod comes (on the other node, without ports): a set
+	// changes, no chain does.
+	moved := in
+	moved.Pods = append(slices.Clone(in.Pods), &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "client-3", Labels: map[string]string{"app": "client"}},
+		Spec:       v1.PodSpec{NodeName: "n2"},
+		Status:     v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.42.2.30", PodIPs: []v1.PodIP{{IP: "10.42.2.30"}}}})
+	before := netnstest.SaveChains(t, "filter")
+	if err := e.sync(moved); err != nil {
+		t.Fatal(err)
+	}
+	if after := netnstest.SaveChains(t, "filter"); !maps.EqualFunc(before, after, slices.Equal) {
+		t.Error("a new peer changed the chains")
+	}
+	rs = Build(moved)
+	checkSets(t, iptsync.IPv4, rs.Sets)
+	if !slices.ContainsFunc(rs.Sets, func(s Set) bool { return slices.Contains(s.Members, "10.42.2.30") }) {
+		t.Errorf("no set has the new peer: %v", rs.Sets)
+	}
 
 	// The egress policies go: their chains go, the others stay unwritten.
 	var kept = in
@@ -54,6 +85,7 @@ func TestIPTablesLifecycle(t *testing.T) {
 			kept.Policies = append(kept.Policies, p)
 		}
 	}
+	kept.MaxSets = in.MaxSets
 	text, full, err := e.families[0].s.Sync(time.Now(), tables(Build(kept)))
 	if err != nil || full {
 		t.Fatalf("partial sync: full %v, %v", full, err)
@@ -72,6 +104,11 @@ func TestIPTablesLifecycle(t *testing.T) {
 			t.Errorf("chain %s still exists", g)
 		}
 	}
+	// The next sync destroys the egress rules' sets.
+	if err := e.sync(kept); err != nil {
+		t.Fatal(err)
+	}
+	checkSets(t, iptsync.IPv4, Build(kept).Sets)
 
 	// Another program puts a rule above ours; the next check moves ours back.
 	netnstest.Run(t, "iptables", "-I", "FORWARD", "1", "-j", "ACCEPT")
@@ -94,6 +131,28 @@ func TestIPTablesLifecycle(t *testing.T) {
 				t.Errorf("rule left after Cleanup: %s", r)
 			}
 		}
+	}
+	checkSets(t, iptsync.IPv4, nil)
+}
+
+// checkSets checks that the kernel's sets of ours in family f are want,
+// members and all.
+func checkSets(t *testing.T, f iptsync.Family, want []Set) {
+	t.Helper()
+	have, err := kernelSets{family: f}.list()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for name, members := range have {
+		got[name] = slices.Sorted(slices.Values(members))
+	}
+	wantMap := map[string][]string{}
+	for _, s := range want {
+		wantMap[s.Name] = s.Members
+	}
+	if !maps.EqualFunc(got, wantMap, slices.Equal) {
+		t.Errorf("%s sets in the kernel: %v, want %v", f, got, wantMap)
 	}
 }
 
@@ -122,10 +181,13 @@ func TestDualStackLifecycle(t *testing.T) {
 	if err := e.sync(in); err != nil {
 		t.Fatal(err)
 	}
+	in.MaxSets = e.families[0].maxSets
 	for _, f := range []iptsync.Family{iptsync.IPv4, iptsync.IPv6} {
 		chains := saveChains(t, f)
 		in.Family = f
-		for _, l := range strings.Split(text(Build(in)), "\n") {
+		rs := Build(in)
+		checkSets(t, f, rs.Sets)
+		for _, l := range strings.Split(text(rs), "\n") {
 			if strings.HasPrefix(l, "-A ") && !slices.Contains(chains[strings.Fields(l)[1]], l) {
 				t.Errorf("%s: the kernel lacks %q", f, l)
 			}
@@ -188,6 +250,7 @@ func TestDualStackLifecycle(t *testing.T) {
 				}
 			}
 		}
+		checkSets(t, f, nil)
 	}
 }
 
@@ -199,4 +262,41 @@ func saveChains(t *testing.T, f iptsync.Family) map[string][]string {
 		return netnstest.SaveChains(t, "filter")
 	}
 	return netnstest.SaveChainsOf(t, "ip6tables-save", "filter")
+}
+
+// TestKernelSetsBig: a set too big for one netlink message is listed
+// whole (the kernel sends the family in the first part only), so a sync
+// of a big set that did not change changes nothing.
+func TestKernelSetsBig(t *testing.T) {
+	netnstest.Require(t)
+	if !ipsetsAvailable() {
+		t.Skip("no ip_set in this kernel")
+	}
+	k := kernelSets{family: iptsync.IPv4}
+	want := Set{Name: prefixSetSrc + "BIG"}
+	for i := range 3000 {
+		want.Members = append(want.Members, fmt.Sprintf("10.44.%d.%d", i/250, 1+i%250))
+	}
+	before, _ := planSets([]Set{want}, nil)
+	if err := k.apply(before); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := cleanupSets(); err != nil {
+			t.Error(err)
+		}
+	}()
+	have, err := k.list()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(have[want.Name]); got != len(want.Members) {
+		t.Errorf("listed %d members, want %d", got, len(want.Members))
+	}
+	if again, after := planSets([]Set{want}, have); len(again) != 0 || len(after) != 0 {
+		t.Errorf("an unchanged set plans %d changes and %d destroys", len(again), len(after))
+	}
+	if other, err := (kernelSets{family: iptsync.IPv6}).list(); err != nil || len(other) != 0 {
+		t.Errorf("the IPv6 sets: %v, %v; want none", other, err)
+	}
 }

@@ -24,6 +24,15 @@ const (
 	// ipBlock with exceptions.
 	prefixPolicy = "KUBE-NWPLCY-"
 
+	// A rule's pod peers, when the kernel has ipsets, are a set of type
+	// hash:ip: KUBE-NP-SRC-<hash> for an ingress rule (the peers send),
+	// KUBE-NP-DST-<hash> for an egress rule, the hash of the policy, the
+	// direction, the rule's index and the IP family (sets, unlike
+	// chains, are one namespace for both families), named by chainName
+	// (28 characters, under ipset's 31).
+	prefixSetSrc = "KUBE-NP-SRC-"
+	prefixSetDst = "KUBE-NP-DST-"
+
 	// The marks a policy chain sets on packets it allows, one per
 	// direction: a packet between two pods of one node passes both.
 	markIngress = "0x10000"
@@ -50,4 +59,9 @@ func isOwnedChain(name string) bool {
 func chainName(prefix, s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return prefix + base32.StdEncoding.EncodeToString(sum[:])[:16]
+}
+
+// isOwnedSet reports whether the enforcer makes a set of that name.
+func isOwnedSet(name string) bool {
+	return strings.HasPrefix(name, prefixSetSrc) || strings.HasPrefix(name, prefixSetDst)
 }

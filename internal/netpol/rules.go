@@ -2,6 +2,8 @@ package netpol
 
 import (
 	"fmt"
+	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,14 +30,29 @@ type Input struct {
 	Policies   []*networkingv1.NetworkPolicy
 	Pods       []*v1.Pod // every pod of the cluster: targets and peers
 	Namespaces []*v1.Namespace
+	// MaxSets is how many ipsets the rules may use: a rule's pod peers
+	// are then one set, matched by one rule per port, and a pod that
+	// comes, goes or changes address changes a set, not a chain. More
+	// sets than that, or 0 (no ip_set in the kernel): a rule per peer
+	// address, as without ipsets.
+	MaxSets int
 }
 
 // Ruleset is the desired content of every chain the enforcer owns in one
 // family, all in the filter table: the fixed chains first.
 type Ruleset struct {
-	Chains   []iptsync.Chain
+	Chains []iptsync.Chain
+	// Sets are the ipsets the chains match, of the rules' family, sorted
+	// by name; they must exist before the chains are written.
+	Sets     []Set
 	Pods     int // pods of this node isolated in a direction
 	Policies int // policy chains
+}
+
+// Set is an ipset of type hash:ip: a rule's pod peers.
+type Set struct {
+	Name    string
+	Members []string // addresses, sorted
 }
 
 // direction is what differs between ingress and egress rules.
@@ -45,16 +62,29 @@ type direction struct {
 	podChain string // prefix of the per-pod chain
 	peerFlag string // the peer's side of a packet: "-s" for ingress
 	ownFlag  string // the isolated pod's side: "-d" for ingress
+	set      string // prefix of the peers' sets
+	setDir   string // the peer's side in a set match: "src" for ingress
 }
 
 var (
-	ingress = direction{"ingress", markIngress, prefixPodIn, "-s", "-d"}
-	egress  = direction{"egress", markEgress, prefixPodOut, "-d", "-s"}
+	ingress = direction{"ingress", markIngress, prefixPodIn, "-s", "-d", prefixSetSrc, "src"}
+	egress  = direction{"egress", markEgress, prefixPodOut, "-d", "-s", prefixSetDst, "dst"}
 )
 
 // Build computes the rules of in.NodeName in in.Family. It is pure: the
 // same input always gives the same output, byte for byte.
 func Build(in Input) *Ruleset {
+	rs := build(in)
+	if len(rs.Sets) > in.MaxSets {
+		in.MaxSets = 0
+		rs = build(in)
+	}
+	return rs
+}
+
+// build is Build, with sets for the pod peers when in.MaxSets > 0
+// (however many it takes).
+func build(in Input) *Ruleset {
 	nsLabels := map[string]labels.Set{}
 	for _, ns := range in.Namespaces {
 		nsLabels[ns.Name] = labels.Set(ns.Labels)
@@ -68,7 +98,8 @@ func Build(in Input) *Ruleset {
 		return policies[i].Name < policies[j].Name
 	})
 
-	b := builder{family: in.Family, bridge: in.PodBridge, pods: pods, nsLabels: nsLabels, in: map[string][]string{}, out: map[string][]string{}}
+	b := builder{family: in.Family, bridge: in.PodBridge, sets: in.MaxSets > 0, pods: pods, nsLabels: nsLabels,
+		in: map[string][]string{}, out: map[string][]string{}}
 	for _, p := range policies {
 		isIn, isOut := policyTypes(p)
 		sel := selector(&p.Spec.PodSelector)
@@ -123,9 +154,11 @@ func rulesOf(p *networkingv1.NetworkPolicy, d direction) []rule {
 type builder struct {
 	family   iptsync.Family
 	bridge   string
+	sets     bool   // a rule's pod peers are a set
 	pods     []*pod // with their addresses of family
 	nsLabels map[string]labels.Set
 	chains   []iptsync.Chain     // the policies' chains
+	setList  []Set               // the sets they match
 	in, out  map[string][]string // pod key → its policies' chains
 }
 
@@ -136,55 +169,116 @@ type builder struct {
 func (b *builder) policy(d direction, key, ns string, rules []rule, targets []*pod) string {
 	name := chainName(prefixPolicy, key+"/"+d.name)
 	var w strings.Builder
-	allow := "-j MARK --set-xmark " + d.mark + "/" + d.mark + "\n"
+	allow := "-j MARK --set-xmark " + d.mark + "/" + d.mark
 	for i, r := range rules {
+		var set *Set
+		used := false // a rule matches set
+		if b.sets && slices.ContainsFunc(r.peers, func(p networkingv1.NetworkPolicyPeer) bool { return p.IPBlock == nil }) {
+			// The rule's pod peers, however many (none too), are one set:
+			// its rules stay as they are when they change.
+			set = &Set{Name: chainName(d.set, fmt.Sprintf("%s/%s/%d/%s", key, d.name, i, b.family))}
+			matches := b.portMatches(d, r.ports, peer{set: true}, targets)
+			for _, m := range matches {
+				m.set = set.Name + " " + d.setDir
+				fmt.Fprintf(&w, "-A %s %s%s\n", name, m, allow)
+			}
+			used = len(matches) > 0
+		}
 		for j, pe := range peers(r.peers, ns, b.pods, b.nsLabels, b.family) {
+			if set != nil && pe.pod != nil {
+				set.Members = append(set.Members, net.ParseIP(pe.pod.ip).String()) // as the kernel lists it
+				if d.name == "ingress" {
+					continue
+				}
+				// An egress named port resolves on each peer pod: a
+				// rule of its own, which names the pod's address.
+				for _, m := range b.portMatches(d, r.ports, pe, targets) {
+					if m.named {
+						fmt.Fprintf(&w, "-A %s %s%s\n", name, m, allow)
+					}
+				}
+				continue
+			}
 			matches := b.portMatches(d, r.ports, pe, targets)
 			if len(matches) == 0 {
 				continue
 			}
-			from := ""
-			if pe.cidr != "" {
-				from = d.peerFlag + " " + pe.cidr + " "
-			}
 			if len(pe.except) == 0 {
 				for _, m := range matches {
-					f := from
-					if d.name == "egress" && strings.HasPrefix(m, "-d ") {
-						f = "" // a named port resolved on a pod inside the peer: its address is the match
+					if !(d.name == "egress" && m.named) { // else a pod inside the peer: its address is the match
+						m.peer(d, pe.cidr)
 					}
-					fmt.Fprintf(&w, "-A %s %s%s%s", name, f, m, allow)
+					fmt.Fprintf(&w, "-A %s %s%s\n", name, m, allow)
 				}
 				continue
 			}
 			// An ipBlock with exceptions: its own chain returns for
 			// each exception before it marks.
 			sub := chainName(prefixPolicy, fmt.Sprintf("%s/%s/%d/%d", key, d.name, i, j))
-			fmt.Fprintf(&w, "-A %s %s-j %s\n", name, from, sub)
+			fmt.Fprintf(&w, "-A %s %s %s -j %s\n", name, d.peerFlag, pe.cidr, sub)
 			var sw strings.Builder
 			for _, e := range pe.except {
 				fmt.Fprintf(&sw, "-A %s %s %s -j RETURN\n", sub, d.peerFlag, e)
 			}
 			for _, m := range matches {
-				fmt.Fprintf(&sw, "-A %s %s%s", sub, m, allow)
+				fmt.Fprintf(&sw, "-A %s %s%s\n", sub, m, allow)
 			}
 			b.chains = append(b.chains, iptsync.Chain{Name: sub, Rules: sw.String()})
+		}
+		if used {
+			slices.Sort(set.Members)
+			set.Members = slices.Compact(set.Members)
+			b.setList = append(b.setList, *set)
 		}
 	}
 	b.chains = append(b.chains, iptsync.Chain{Name: name, Rules: w.String()})
 	return name
 }
 
-// portMatches are the matches (each "" or ending in a space) of a rule's
-// ports for one peer: no ports is every port. A named port is resolved on
-// the pod it names a port of: the isolated target for ingress, the peer
-// (or, for a block or anyone, every pod in it) for egress. A name that
-// resolves nowhere matches nothing.
-func (b *builder) portMatches(d direction, ports []networkingv1.NetworkPolicyPort, pe peer, targets []*pod) []string {
-	if len(ports) == 0 {
-		return []string{""}
+// match is what a policy rule matches besides its direction's mark, in
+// iptables-save's order: addresses, protocol, set, port.
+type match struct {
+	src, dst string // CIDRs, or ""
+	proto    string // "tcp", "udp", "sctp", or "" for all
+	set      string // "NAME src" or "NAME dst", or ""
+	dport    string // "8080" or "7000:7010", or "" for all
+	named    bool   // dst is the pod a named egress port resolved on
+}
+
+// peer sets the peer's side of m to cidr ("": anyone).
+func (m *match) peer(d direction, cidr string) {
+	if d.peerFlag == "-s" {
+		m.src = cidr
+	} else {
+		m.dst = cidr
 	}
-	var out []string
+}
+
+// String is m as a rule says it, with a trailing space unless empty.
+func (m match) String() string {
+	var w strings.Builder
+	for _, x := range []struct{ flag, v string }{{"-s", m.src}, {"-d", m.dst}, {"-p", m.proto}, {"-m set --match-set", m.set}} {
+		if x.v != "" {
+			w.WriteString(x.flag + " " + x.v + " ")
+		}
+	}
+	if m.dport != "" {
+		fmt.Fprintf(&w, "-m %s --dport %s ", m.proto, m.dport)
+	}
+	return w.String()
+}
+
+// portMatches are the matches of a rule's ports for one peer: no ports
+// is every port. A named port is resolved on the pod it names a port of:
+// the isolated target for ingress, the peer (or, for a block or anyone,
+// every pod in it) for egress; for an egress rule's set of pods it is not
+// resolved (the pods' own rules have it). A name that resolves nowhere
+// matches nothing.
+func (b *builder) portMatches(d direction, ports []networkingv1.NetworkPolicyPort, pe peer, targets []*pod) []match {
+	if len(ports) == 0 {
+		return []match{{}}
+	}
+	var out []match
 	for _, p := range ports {
 		proto := v1.ProtocolTCP
 		if p.Protocol != nil {
@@ -193,18 +287,19 @@ func (b *builder) portMatches(d direction, ports []networkingv1.NetworkPolicyPor
 		lp := strings.ToLower(string(proto))
 		switch {
 		case p.Port == nil:
-			out = append(out, "-p "+lp+" ")
+			out = append(out, match{proto: lp})
 		case p.Port.Type == intstr.Int:
 			dport := strconv.Itoa(int(p.Port.IntVal))
 			if p.EndPort != nil && *p.EndPort > p.Port.IntVal {
 				dport += ":" + strconv.Itoa(int(*p.EndPort))
 			}
-			out = append(out, fmt.Sprintf("-p %s -m %s --dport %s ", lp, lp, dport))
+			out = append(out, match{proto: lp, dport: dport})
 		default:
 			var on []*pod
 			switch {
 			case d.name == "ingress":
 				on = targets
+			case pe.set:
 			case pe.pod != nil:
 				on = []*pod{pe.pod}
 			default:
@@ -216,7 +311,7 @@ func (b *builder) portMatches(d direction, ports []networkingv1.NetworkPolicyPor
 			}
 			for _, q := range on {
 				if n := q.namedPort(p.Port.StrVal, proto); n != 0 {
-					out = append(out, fmt.Sprintf("-d %s%s -p %s -m %s --dport %d ", q.ip, hostBits(b.family), lp, lp, n))
+					out = append(out, match{dst: q.ip + hostBits(b.family), proto: lp, dport: strconv.Itoa(int(n)), named: d.name == "egress"})
 				}
 			}
 		}
@@ -226,7 +321,8 @@ func (b *builder) portMatches(d direction, ports []networkingv1.NetworkPolicyPor
 
 // finish writes the per-pod chains and the fixed chains that lead to them.
 func (b *builder) finish(pods []*pod, node string) *Ruleset {
-	rs := &Ruleset{Policies: len(b.chains)}
+	rs := &Ruleset{Policies: len(b.chains), Sets: b.setList}
+	sort.Slice(rs.Sets, func(i, j int) bool { return rs.Sets[i].Name < rs.Sets[j].Name })
 	var fwd, input strings.Builder
 	established := "-m conntrack --ctstate RELATED,ESTABLISHED -j RETURN\n"
 	fwd.WriteString("-A " + chainForward + " " + established)

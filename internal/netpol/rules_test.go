@@ -3,6 +3,7 @@ package netpol
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 
@@ -153,5 +155,119 @@ func checkChain(t *testing.T, text, chain string, want, not []string) {
 				t.Errorf("%s has %q, which it must not", chain, g)
 			}
 		}
+	}
+}
+
+// TestBuildSets: with ipsets, a rule's pod peers are one set matched by
+// one rule per port; ipBlocks, anyone and an egress rule's named ports
+// (resolved on each peer pod) keep their rules.
+func TestBuildSets(t *testing.T) {
+	in := loadInput(t, "policies", "n1")
+	in.MaxSets = 10
+	rs := Build(in)
+	out := text(rs)
+	goldentest.Check(t, filepath.Join("testdata", "policies-n1-sets.golden"), []byte(out+setsText(rs.Sets)))
+	fromBlue := chainName(prefixSetSrc, "a/from-blue/ingress/0/IPv4")
+	toA := chainName(prefixSetDst, "b/egress/egress/0/IPv4")
+	toClients := chainName(prefixSetDst, "b/egress-named/egress/0/IPv4")
+	want := []Set{{Name: fromBlue, Members: []string{"10.42.1.20", "10.42.2.20"}}, {Name: toA, Members: []string{"10.42.1.10", "10.42.2.10"}}}
+	slices.SortFunc(want, func(a, b Set) int { return strings.Compare(a.Name, b.Name) })
+	if !slices.EqualFunc(rs.Sets, want, func(a, b Set) bool { return a.Name == b.Name && slices.Equal(a.Members, b.Members) }) {
+		t.Errorf("sets %v, want %v (none for egress-named: its only port is named)", rs.Sets, want)
+	}
+	for _, tc := range []struct {
+		name, chain string
+		want, not   []string
+	}{
+		{"one rule per port for the set, named ports on the target", chainName(prefixPolicy, "a/from-blue/ingress"), []string{
+			"-p tcp -m set --match-set " + fromBlue + " src -m tcp --dport 8080 -j MARK --set-xmark 0x10000/0x10000",
+			"-d 10.42.1.10/32 -p tcp -m set --match-set " + fromBlue + " src -m tcp --dport 8080 -j MARK --set-xmark 0x10000/0x10000",
+			"-d 10.42.1.10/32 -p udp -m set --match-set " + fromBlue + " src -m udp --dport 5353 -j MARK --set-xmark 0x10000/0x10000",
+			"-s 192.168.0.0/16 -j " + chainName(prefixPolicy, "a/from-blue/ingress/1/0"),
+		}, []string{"10.42.1.20", "10.42.2.20"}},
+		{"egress to a namespace's pods by set, named ports per pod", chainName(prefixPolicy, "b/egress/egress"), []string{
+			"-m set --match-set " + toA + " dst -j MARK --set-xmark 0x20000/0x20000",
+			"-d 10.42.2.10/32 -p tcp -m tcp --dport 8081 -j MARK --set-xmark 0x20000/0x20000",
+		}, []string{"-d 10.42.2.10/32 -j MARK"}},
+		{"egress by name to pod peers: each pod's own rule, no set", chainName(prefixPolicy, "b/egress-named/egress"), []string{
+			"-d 10.42.2.20/32 -p tcp -m tcp --dport 9090 -j MARK --set-xmark 0x20000/0x20000",
+		}, []string{toClients}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkChain(t, out, tc.chain, tc.want, tc.not) })
+	}
+
+	// Too many sets: a rule per address, as without ipsets.
+	in.MaxSets = 1
+	if got, want := Build(in), Build(Input{NodeName: in.NodeName, Policies: in.Policies, Pods: in.Pods, Namespaces: in.Namespaces}); len(got.Sets) != 0 || text(got) != text(want) {
+		t.Errorf("over the limit of sets: %d sets, rules differ from those without sets: %v", len(got.Sets), text(got) != text(want))
+	}
+}
+
+// TestBuildSetsStable: a pod that comes changes a set, not the chains;
+// a rule's set exists even while its selectors match no pod.
+func TestBuildSetsStable(t *testing.T) {
+	in := loadInput(t, "policies", "n1")
+	in.MaxSets = 10
+	more := in
+	more.Pods = append(slices.Clone(in.Pods), &v1.Pod{ // a peer of a/from-blue without ports
+		ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "client-3", Labels: map[string]string{"app": "client"}},
+		Spec:       v1.PodSpec{NodeName: "n2"},
+		Status:     v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.42.2.30", PodIPs: []v1.PodIP{{IP: "10.42.2.30"}}}})
+	a, b := Build(in), Build(more)
+	if text(a) != text(b) {
+		t.Errorf("the chains changed when a peer came:\n%s\nvs\n%s", text(a), text(b))
+	}
+	if fmt.Sprint(a.Sets) == fmt.Sprint(b.Sets) || !strings.Contains(fmt.Sprint(b.Sets), "10.42.2.30") {
+		t.Errorf("sets %v, then %v: want the new peer in one", a.Sets, b.Sets)
+	}
+
+	nobody := in
+	nobody.Policies = []*networkingv1.NetworkPolicy{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "from-nobody"},
+		Spec: networkingv1.NetworkPolicySpec{Ingress: []networkingv1.NetworkPolicyIngressRule{{
+			From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "nobody"}}}}}}}}}
+	rs := Build(nobody)
+	set := chainName(prefixSetSrc, "a/from-nobody/ingress/0/IPv4")
+	if len(rs.Sets) != 1 || rs.Sets[0].Name != set || len(rs.Sets[0].Members) != 0 {
+		t.Errorf("sets %v, want %s and empty", rs.Sets, set)
+	}
+	checkChain(t, text(rs), chainName(prefixPolicy, "a/from-nobody/ingress"), []string{"-m set --match-set " + set + " src -j MARK --set-xmark 0x10000/0x10000"}, nil)
+}
+
+// setsText renders sets as ipset save would, for golden files.
+func setsText(sets []Set) string {
+	var w strings.Builder
+	for _, s := range sets {
+		w.WriteString("create " + s.Name + " hash:ip\n")
+		for _, m := range s.Members {
+			w.WriteString("add " + s.Name + " " + m + "\n")
+		}
+	}
+	return w.String()
+}
+
+func TestPlanSets(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		want          []Set
+		have          map[string][]string
+		before, after []setOp
+	}{
+		{"nothing", nil, nil, nil, nil},
+		{"a new set is created, then filled", []Set{{Name: "S", Members: []string{"10.0.0.1", "10.0.0.2"}}}, nil,
+			[]setOp{{"create", "S", ""}, {"add", "S", "10.0.0.1"}, {"add", "S", "10.0.0.2"}}, nil},
+		{"members come before others go", []Set{{Name: "S", Members: []string{"10.0.0.2", "10.0.0.3"}}}, map[string][]string{"S": {"10.0.0.1", "10.0.0.2"}},
+			[]setOp{{"add", "S", "10.0.0.3"}, {"del", "S", "10.0.0.1"}}, nil},
+		{"an unchanged set is left alone", []Set{{Name: "S", Members: []string{"10.0.0.1"}}}, map[string][]string{"S": {"10.0.0.1"}}, nil, nil},
+		{"an empty set is still made", []Set{{Name: "S"}}, nil, []setOp{{"create", "S", ""}}, nil},
+		{"unwanted sets go after the rules", []Set{{Name: "S"}}, map[string][]string{"S": nil, "U": {"10.0.0.9"}, "T": nil},
+			nil, []setOp{{"destroy", "T", ""}, {"destroy", "U", ""}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, after := planSets(tc.want, tc.have)
+			if !slices.Equal(before, tc.before) || !slices.Equal(after, tc.after) {
+				t.Errorf("planSets = %v, %v; want %v, %v", before, after, tc.before, tc.after)
+			}
+		})
 	}
 }

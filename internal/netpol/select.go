@@ -95,11 +95,13 @@ func policyTypes(p *networkingv1.NetworkPolicy) (ingress, egress bool) {
 }
 
 // peer is one side a rule allows: any address (cidr ""), an ipBlock (cidr
-// with exceptions) or a pod (its address, /32 or /128).
+// with exceptions), a pod (its address, /32 or /128), or the set of a
+// rule's pods.
 type peer struct {
 	cidr   string
 	except []string
 	pod    *pod
+	set    bool
 }
 
 // peers expands a rule's peers in namespace ns for the rules of family f
