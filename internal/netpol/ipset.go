@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -136,7 +137,7 @@ func (k kernelSets) apply(ops []setOp) error {
 			err = errors.New("unknown operation")
 		}
 		if err != nil {
-			return fmt.Errorf("ipset %s %s %s: %w", op.kind, op.set, op.ip, err)
+			return fmt.Errorf("ipset %s: %w", strings.TrimSpace(op.kind+" "+op.set+" "+op.ip), err)
 		}
 	}
 	return nil

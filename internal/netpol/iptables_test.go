@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -299,4 +301,43 @@ func TestKernelSetsBig(t *testing.T) {
 	if other, err := (kernelSets{family: iptsync.IPv6}).list(); err != nil || len(other) != 0 {
 		t.Errorf("the IPv6 sets: %v, %v; want none", other, err)
 	}
+}
+
+// TestSetsFallback: when a set cannot be made (here another set holds its
+// name, in the other family), the sync names each peer address instead of
+// failing, and the rules are those without sets.
+func TestSetsFallback(t *testing.T) {
+	netnstest.Require(t)
+	if !ipsetsAvailable() {
+		t.Skip("no ip_set in this kernel")
+	}
+	e, err := New(Config{NodeName: "n1"}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := loadInput(t, "policies", "n1")
+	in.MaxSets = e.families[0].maxSets
+	taken := Build(in).Sets[0].Name
+	if err := netlink.IpsetCreate(taken, "hash:ip", netlink.IpsetCreateOptions{Family: unix.AF_INET6}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := Cleanup(nil); err != nil {
+			t.Error(err)
+		}
+		if err := netlink.IpsetDestroy(taken); err != nil {
+			t.Error(err)
+		}
+	}()
+	if err := e.sync(in); err != nil {
+		t.Fatalf("sync with a set that cannot be made: %v", err)
+	}
+	chains := netnstest.SaveChains(t, "filter")
+	in.MaxSets = 0
+	for _, l := range strings.Split(text(Build(in)), "\n") {
+		if strings.HasPrefix(l, "-A ") && !slices.Contains(chains[strings.Fields(l)[1]], l) {
+			t.Errorf("the kernel lacks %q", l)
+		}
+	}
+	checkSets(t, iptsync.IPv4, nil)
 }
