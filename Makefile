@@ -93,9 +93,11 @@ bench: build
 # k8s.io/api, built once into /var/cache/orch-conformance) against a fresh
 # server and agent in network namespaces; writes docs/conformance.md. An
 # hour or more: not part of make test. FOCUS=regexp runs a subset, LABELS a
-# ginkgo label filter other than Conformance (scripts/conformance.sh).
+# ginkgo label filter other than Conformance; SUITE=gateway runs Gateway
+# API's conformance suite instead (scripts/conformance.sh).
 conformance: deps build
-	FOCUS='$(FOCUS)' LABELS='$(or $(LABELS),Conformance)' NODE_ARGS='$(NODE_ARGS)' bash scripts/conformance.sh
+	FOCUS='$(FOCUS)' LABELS='$(or $(LABELS),Conformance)' NODE_ARGS='$(NODE_ARGS)' SUITE='$(SUITE)' \
+		GATEWAY_FEATURES='$(GATEWAY_FEATURES)' bash scripts/conformance.sh
 
 # make fuzz: a short run of the API decode/default/validate fuzz target.
 fuzz:

@@ -4,7 +4,18 @@
 # on this machine, then write docs/conformance.md and print the summary.
 #
 #   [FOCUS=regexp] [LABELS='Conformance'] [PROCS=2] [NODE_ARGS='--proxy-mode nftables']
-#   [SERVER_ARGS='--disable ingress'] [DUAL_STACK=1] scripts/conformance.sh
+#   [SERVER_ARGS='--disable ingress'] [DUAL_STACK=1] [SUITE=gateway] scripts/conformance.sh
+#
+# SUITE=gateway runs Gateway API's conformance suite instead
+# (sigs.k8s.io/gateway-api/conformance at the version of orch's go.mod,
+# profile GATEWAY-HTTP, GatewayClass orch) against the same cluster, its
+# server started with --gateway-api; FOCUS is then one test's name
+# (ShortName, e.g. HTTPRouteSimpleSameNamespace), GATEWAY_FEATURES the
+# features to test besides the profile's core ones (default: those the
+# GatewayClass orch lists in its status). Its test images (echo-basic and
+# the CoreDNS of its UDP tests) are built from the module proxy. The
+# report (report.yaml and the test log) stays in CONFORMANCE_RUN/gateway;
+# docs/conformance.md is not written.
 #
 # Runs as root. Steps:
 #  1. Once, cached in CONFORMANCE_CACHE/<version> (default
@@ -21,6 +32,7 @@
 #     tests whose names match it.
 #  4. Everything stopped and removed; the reports go to docs/conformance.md
 #     (scripts/conformance-report) and stay in CONFORMANCE_RUN.
+# (Steps 1 and 3 differ for SUITE=gateway, see above.)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,6 +49,8 @@ SERVER_ARGS=${SERVER_ARGS:-}
 # DUAL_STACK=1: a dual-stack cluster (IPv4 and IPv6 cluster and service
 # CIDRs), the nodes with an IPv6 address (NET6::N) next to their IPv4 one.
 DUAL_STACK=${DUAL_STACK:-}
+SUITE=${SUITE:-e2e}
+GATEWAY_FEATURES=${GATEWAY_FEATURES:-}
 NET6=fd00:198
 if [ -n "$DUAL_STACK" ]; then
 	SERVER_ARGS="$SERVER_ARGS --cluster-cidr 10.42.0.0/16,fd00:42::/56 --service-cidr 10.43.0.0/16,fd00:43::/112"
@@ -49,7 +63,7 @@ die() { say "$*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "run as root (it starts nodes in network namespaces)"
 [ -x "$ORCH" ] || die "$ORCH is missing: run make build"
-[ -f "$SHARED/images.sh" ] || die "$SHARED/images.sh is missing: set CONFORMANCE_SHARED to ../shared/conformance"
+[ "$SUITE" = gateway ] || [ -f "$SHARED/images.sh" ] || die "$SHARED/images.sh is missing: set CONFORMANCE_SHARED to ../shared/conformance"
 API=$(cd "$ROOT" && go list -m -f '{{.Version}}' k8s.io/api) # v0.37.2
 K8S=v1${API#v0}                                                # v1.37.2
 CACHE=${CONFORMANCE_CACHE:-/var/cache/orch-conformance}/$K8S
@@ -82,22 +96,60 @@ build_suite() {
 	)
 	echo "$VERSION_LDFLAGS" >"$BIN/e2e.test.ldflags"
 }
-minor=${K8S#v1.}; minor=${minor%%.*}
-VERSION_LDFLAGS="-X k8s.io/component-base/version.gitVersion=$K8S -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-[ -x "$BIN/e2e.test" ] && [ -x "$BIN/ginkgo" ] && [ "$(cat "$BIN/e2e.test.ldflags" 2>/dev/null)" = "$VERSION_LDFLAGS" ] || build_suite
-if [ ! -x "$BIN/etcd" ]; then
-	say "building etcd (for the aggregator test's sample-apiserver) from orch's go.mod"
-	(cd "$ROOT" && CGO_ENABLED=0 go build -o "$BIN/etcd" go.etcd.io/etcd/server/v3)
-fi
-IMAGES=$CACHE/images
-WANT="agnhost busybox pause nginx glibc-dns-testing kitten nautilus nonewprivs sample-apiserver etcd"
-missing=""
-for i in $WANT; do grep -q "[/]$i:" "$IMAGES/images.txt" 2>/dev/null || missing="$missing $i"; done
-if [ -n "$missing" ]; then
-	say "building the suite's images into $IMAGES (once)"
-	command -v busybox >/dev/null || apt-get install -y busybox-static >/dev/null
-	PEERS_MOD=$CACHE/mod ETCD_BIN=$BIN/etcd bash "$SHARED/images.sh" "$IMAGES" \
-		$WANT
+if [ "$SUITE" = gateway ]; then
+	# ---------- 1. Gateway API's suite and images (once) ----------
+	GW=$(cd "$ROOT" && go list -m -f '{{.Version}}' sigs.k8s.io/gateway-api)
+	COREDNS=v1.12.2 # the image its base manifests run, for its UDP tests
+	GWCACHE=${CONFORMANCE_CACHE:-/var/cache/orch-conformance}/gateway-$GW
+	BIN=$GWCACHE/bin
+	IMAGES=$GWCACHE/images
+	if [ ! -x "$BIN/gateway.test" ] || [ ! -x "$BIN/echo-basic" ]; then
+		say "building Gateway API's conformance suite $GW and echo-basic into $BIN (once)"
+		mkdir -p "$GWCACHE/mod" "$BIN"
+		(
+			cd "$GWCACHE/mod"
+			[ -f go.mod ] || go mod init gatewayconformance >/dev/null 2>&1
+			# The suite's own go.mod replaces gateway-api with its parent
+			# directory: name both at the same version.
+			go mod edit -require=sigs.k8s.io/gateway-api@"$GW" -require=sigs.k8s.io/gateway-api/conformance@"$GW"
+			printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "sigs.k8s.io/gateway-api/conformance"\n\t_ "sigs.k8s.io/gateway-api/conformance/echo-basic"\n)\n' >tools.go
+			go mod tidy
+			go test -c -vet=off -o "$BIN/gateway.test" sigs.k8s.io/gateway-api/conformance
+			CGO_ENABLED=0 go build -trimpath -o "$BIN/echo-basic" sigs.k8s.io/gateway-api/conformance/echo-basic
+		)
+	fi
+	if [ ! -x "$BIN/coredns" ]; then
+		say "building CoreDNS $COREDNS into $BIN (once)"
+		GOBIN=$BIN CGO_ENABLED=0 go install -trimpath github.com/coredns/coredns@"$COREDNS"
+	fi
+	if [ ! -s "$IMAGES/images.txt" ]; then
+		src=$(cd "$GWCACHE/mod" && go list -m -f '{{.Dir}}' sigs.k8s.io/gateway-api/conformance)
+		refs=$(grep -rhoE 'registry.k8s.io/gateway-api/echo-basic:[A-Za-z0-9.-]+' "$src/base" "$src/tests" | sort -u)
+		(cd "$ROOT" && go run ./scripts/binary-image -binary "$BIN/echo-basic" -user 65532 -out "$IMAGES/echo" $refs)
+		(cd "$ROOT" && go run ./scripts/binary-image -binary "$BIN/coredns" -out "$IMAGES/coredns" registry.k8s.io/coredns/coredns:$COREDNS)
+		mv "$IMAGES"/echo/*.tar "$IMAGES"/coredns/*.tar "$IMAGES/"
+		cat "$IMAGES/echo/images.txt" "$IMAGES/coredns/images.txt" >"$IMAGES/images.txt"
+		rm -r "$IMAGES/echo" "$IMAGES/coredns"
+	fi
+	SERVER_ARGS="$SERVER_ARGS --gateway-api"
+else
+	minor=${K8S#v1.}; minor=${minor%%.*}
+	VERSION_LDFLAGS="-X k8s.io/component-base/version.gitVersion=$K8S -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+	[ -x "$BIN/e2e.test" ] && [ -x "$BIN/ginkgo" ] && [ "$(cat "$BIN/e2e.test.ldflags" 2>/dev/null)" = "$VERSION_LDFLAGS" ] || build_suite
+	if [ ! -x "$BIN/etcd" ]; then
+		say "building etcd (for the aggregator test's sample-apiserver) from orch's go.mod"
+		(cd "$ROOT" && CGO_ENABLED=0 go build -o "$BIN/etcd" go.etcd.io/etcd/server/v3)
+	fi
+	IMAGES=$CACHE/images
+	WANT="agnhost busybox pause nginx glibc-dns-testing kitten nautilus nonewprivs sample-apiserver etcd"
+	missing=""
+	for i in $WANT; do grep -q "[/]$i:" "$IMAGES/images.txt" 2>/dev/null || missing="$missing $i"; done
+	if [ -n "$missing" ]; then
+		say "building the suite's images into $IMAGES (once)"
+		command -v busybox >/dev/null || apt-get install -y busybox-static >/dev/null
+		PEERS_MOD=$CACHE/mod ETCD_BIN=$BIN/etcd bash "$SHARED/images.sh" "$IMAGES" \
+			$WANT
+	fi
 fi
 
 # ---------- 2. the cluster ----------
@@ -224,6 +276,27 @@ run_suite() { # run_suite NAME LABEL-FILTER GINKGO-ARGS...
 # The commit the nodes run, taken now: the tree may move during the run.
 COMMIT=$(cd "$ROOT" && git rev-parse --short HEAD)$(cd "$ROOT" && git diff --quiet HEAD || echo +changes)
 START=$(date +%s)
+if [ "$SUITE" = gateway ]; then
+	mkdir -p "$RUN/gateway"
+	features=$GATEWAY_FEATURES
+	if [ -z "$features" ]; then
+		features=$("$KUBECTL" --kubeconfig "$KC" get gatewayclass orch -o jsonpath='{range .status.supportedFeatures[*]}{.name}{","}{end}')
+		features=${features%,}
+	fi
+	features=${features:-Gateway,HTTPRoute,ReferenceGrant} # the profile's core ones
+	say "running Gateway API's suite $GW, profile GATEWAY-HTTP, features $features (log: $RUN/gateway/test.log)"
+	(cd "$RUN/gateway" && KUBECONFIG=$KC "$BIN/gateway.test" -test.run '^TestConformance$' -test.v -test.timeout 3h \
+		-gateway-class orch -conformance-profiles GATEWAY-HTTP -supported-features "$features" ${FOCUS:+-run-test "$FOCUS"} \
+		-organization orch -project orch -url https://orch.dev -version "$COMMIT" -contact orch \
+		-report-output "$RUN/gateway/report.yaml" >test.log 2>&1) || true
+	teardown
+	trap - EXIT
+	# The suite's tests are TestConformance's subtests, indented by four.
+	count() { grep -cE "^    --- $1: TestConformance/" "$RUN/gateway/test.log" || true; }
+	say "Gateway API $GW, orch $COMMIT, $((($(date +%s) - START) / 60)) minutes: $(count PASS) tests passed, $(count FAIL) failed, $(count SKIP) skipped (test.log and report.yaml in $RUN/gateway)"
+	grep -E "^    --- FAIL: TestConformance/" "$RUN/gateway/test.log" >&2 || true
+	exit 0
+fi
 run_suite parallel "($LABELS) && !Serial && !Disruptive" -p -procs="$PROCS"
 run_suite serial "($LABELS) && (Serial || Disruptive)"
 MINUTES=$((($(date +%s) - START) / 60))

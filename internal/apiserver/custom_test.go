@@ -1,6 +1,7 @@
 package apiserver_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -316,6 +317,57 @@ func TestCustomResourceWire(t *testing.T) {
 	}
 }
 
+// redWidgets establishes the widgets' CRD on a new server and creates red
+// widgets of those names in namespace team; it returns the server, the
+// test's context, the namespace's widgets and an HTTP client for raw
+// requests.
+func redWidgets(t *testing.T, names ...string) (*envtest.Server, context.Context, dynamic.ResourceInterface, *http.Client) {
+	t.Helper()
+	srv, _ := newClient(t, "team")
+	establish(t, srv.Config, widgetCRD(), widgets)
+	ctx := testContext(t)
+	res := dynamic.NewForConfigOrDie(srv.Config).Resource(widgets).Namespace("team")
+	for _, name := range names {
+		if _, err := res.Create(ctx, widget(name, map[string]any{"color": "red"}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc, err := rest.HTTPClientFor(srv.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, ctx, res, rc
+}
+
+// TestCustomResourceDeleteOptions: DeleteOptions in the body may carry the
+// custom resource's own apiVersion (controller-runtime sends them so), as
+// upstream takes them; another group's is refused with a 400.
+func TestCustomResourceDeleteOptions(t *testing.T) {
+	srv, ctx, res, rc := redWidgets(t, "a", "b")
+	del := func(name, body string) int {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodDelete, srv.Config.Host+"/apis/example.com/v1/namespaces/team/widgets/"+name, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := rc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := del("a", `{"kind":"DeleteOptions","apiVersion":"example.com/v1","propagationPolicy":"Foreground"}`); code != http.StatusOK {
+		t.Errorf("DeleteOptions of example.com/v1: %d, want 200", code)
+	}
+	if code := del("b", `{"kind":"DeleteOptions","apiVersion":"other.example/v1"}`); code != http.StatusBadRequest {
+		t.Errorf("DeleteOptions of another group: %d, want 400", code)
+	}
+	if code := del("b", `{"kind":"DeleteOptions","apiVersion":"example.com/v1","propagationPolicy":"Sometimes"}`); code != http.StatusBadRequest {
+		t.Errorf("DeleteOptions of example.com/v1 with a bad policy: %d, want 400", code)
+	}
+	if _, err := res.Get(ctx, "b", metav1.GetOptions{}); err != nil {
+		t.Errorf("b after refused deletes: %v", err)
+	}
+}
+
 // TestCRDDeletion: deleting a CRD leaves it terminating, with the cleanup
 // finalizer, until that is removed; meanwhile its objects can be read and
 // deleted but not created, and then its resource is gone.
@@ -386,19 +438,7 @@ func TestApplyDuplicateKeys(t *testing.T) {
 // in the cache's own maps: a fatal concurrent map write under load, and
 // kindless objects in later watch events).
 func TestCustomResourceListItems(t *testing.T) {
-	srv, _ := newClient(t, "team")
-	establish(t, srv.Config, widgetCRD(), widgets)
-	ctx := testContext(t)
-	res := dynamic.NewForConfigOrDie(srv.Config).Resource(widgets).Namespace("team")
-	for _, name := range []string{"a", "b"} {
-		if _, err := res.Create(ctx, widget(name, map[string]any{"color": "red"}), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rc, err := rest.HTTPClientFor(srv.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, ctx, res, rc := redWidgets(t, "a", "b")
 	// The raw list: the dynamic client would fill in a missing item kind.
 	list := func() error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.Config.Host+"/apis/example.com/v1/namespaces/team/widgets", nil)

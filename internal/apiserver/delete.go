@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apiserver/pkg/admission"
 
 	"orch/internal/apiserver/admission/noderestriction"
@@ -19,13 +21,24 @@ import (
 )
 
 // deleteOptions reads DeleteOptions from the body (if any) or the query.
-func (s *Server) deleteOptions(r *http.Request) (metav1.DeleteOptions, error) {
+// Upstream takes them in the request's group version too, which for a
+// custom resource (a client deleting it with DeleteOptions of its object's
+// apiVersion, as controller-runtime does) is not in orch's scheme: those
+// are decoded as meta.k8s.io/v1's, which are the same.
+func (s *Server) deleteOptions(r *http.Request, gv schema.GroupVersion) (metav1.DeleteOptions, error) {
 	var opts metav1.DeleteOptions
 	data, err := readBody(r)
 	if err != nil {
 		return opts, err
 	}
-	if len(data) > 0 {
+	var tm metav1.TypeMeta
+	if len(data) > 0 && data[0] == '{' && utiljson.Unmarshal(data, &tm) == nil && tm.Kind == "DeleteOptions" &&
+		tm.APIVersion == gv.String() && !s.codecs.scheme.Recognizes(gv.WithKind(tm.Kind)) {
+		if err := utiljson.Unmarshal(data, &opts); err != nil {
+			return opts, badRequest("the body is not a valid DeleteOptions: %v", err)
+		}
+		opts.TypeMeta = metav1.TypeMeta{}
+	} else if len(data) > 0 {
 		if err := s.decodeInto(r, data, &opts); err != nil {
 			return opts, err
 		}
@@ -55,7 +68,7 @@ func (s *Server) deleteOptions(r *http.Request) (metav1.DeleteOptions, error) {
 }
 
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, info requestInfo, rs *resourceStore) {
-	opts, err := s.deleteOptions(r)
+	opts, err := s.deleteOptions(r, info.GroupVersion)
 	if err != nil {
 		s.respondError(w, r, err, rs.gr, info.Name)
 		return
@@ -220,7 +233,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request, info r
 		s.respondError(w, r, badRequest("invalid list options: %v", err), rs.gr, "")
 		return
 	}
-	opts, err := s.deleteOptions(r)
+	opts, err := s.deleteOptions(r, info.GroupVersion)
 	if err != nil {
 		s.respondError(w, r, err, rs.gr, "")
 		return

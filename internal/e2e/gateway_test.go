@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"orch/internal/gateway"
 )
 
 // testGatewayAPI: on TestIngress's cluster (web pods on both nodes, an
@@ -26,6 +28,13 @@ func testGatewayAPI(t *testing.T, c *netCluster, webNames []string) {
 		}
 		return ""
 	})
+	var want []string
+	for _, f := range gateway.SupportedFeatures {
+		want = append(want, string(f))
+	}
+	if got := c.s.Kubectl(t, "get", "gatewayclass", "orch", "-o", "jsonpath={.status.supportedFeatures[*].name}"); strings.TrimSpace(got) != strings.Join(want, " ") {
+		t.Errorf("GatewayClass orch lists the features %q, want %q", got, want)
+	}
 	dir := t.TempDir()
 	cert := writeCert(t, dir, "gw", "secure.gw.example")
 	c.s.Kubectl(t, "create", "secret", "tls", "gw-tls", "--cert", filepath.Join(dir, "gw.crt"), "--key", filepath.Join(dir, "gw.key"))

@@ -92,6 +92,31 @@ type GatewayStatus struct {
 	Programmed bool
 }
 
+// SupportedFeatures are the features of Gateway API's conformance suite
+// that orch's GatewayClasses serve and pass (docs/conformance.md), sorted
+// by name, as GatewayClass status.supportedFeatures must be: the suite
+// tests what a class lists there.
+var SupportedFeatures = []gwv1.FeatureName{
+	"Gateway",
+	"GatewayPort8080",
+	"HTTPRoute",
+	"HTTPRoute303RedirectStatusCode",
+	"HTTPRoute307RedirectStatusCode",
+	"HTTPRoute308RedirectStatusCode",
+	"HTTPRouteBackendProtocolWebSocket",
+	"HTTPRouteHostRewrite",
+	"HTTPRouteMethodMatching",
+	"HTTPRouteNamedRouteRule",
+	"HTTPRouteParentRefPort",
+	"HTTPRoutePathRedirect",
+	"HTTPRoutePathRewrite",
+	"HTTPRoutePortRedirect",
+	"HTTPRouteQueryParamMatching",
+	"HTTPRouteResponseHeaderModification",
+	"HTTPRouteSchemeRedirect",
+	"ReferenceGrant",
+}
+
 // orderBase puts HTTPRoutes' rules after Ingresses' (which count from 0)
 // where precedence ties on a port both use.
 const orderBase = 1 << 30

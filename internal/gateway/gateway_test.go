@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -241,13 +242,14 @@ func TestListeners(t *testing.T) {
 		httpListener("fine", 84, ""))
 	withAddress := gw("a", "addressed", time.Minute, httpListener("http", 82, ""))
 	withAddress.Spec.Addresses = []gwv1.GatewaySpecAddress{{Value: "10.0.0.1"}}
+	onlyTCP := gw("a", "only-tcp", time.Minute, gwv1.Listener{Name: "tcp", Port: 9001, Protocol: gwv1.TCPProtocolType})
 	mtls := gw("a", "mtls", time.Minute, httpListener("http", 85, ""))
 	mtls.Spec.TLS = &gwv1.GatewayTLSConfig{Frontend: &gwv1.FrontendTLSConfig{}}
 	garbage := tlsSecret(t, "b", "garbage")
 	garbage.Data[v1.TLSCertKey] = []byte("-----BEGIN CERTIFICATE-----\nnot one\n-----END CERTIFICATE-----\n")
 	secrets := map[string]*v1.Secret{"a/cert": tlsSecret(t, "a", "cert"), "b/cert": tlsSecret(t, "b", "cert"), "b/garbage": garbage}
 	routeToMissing := route("b", "r", parent("", "young", "missing"), nil, toService(backend("", "web", 80)))
-	res := Build(Input{Classes: classes, Gateways: []*gwv1.Gateway{young, old, withAddress, mtls}, Secrets: secrets,
+	res := Build(Input{Classes: classes, Gateways: []*gwv1.Gateway{young, old, withAddress, mtls, onlyTCP}, Secrets: secrets,
 		Routes: []*gwv1.HTTPRoute{routeToMissing}, Services: services("b", "web")})
 
 	if p := res.Ports[443]; p == nil || !p.TLS || p.Certs[""] != "a/cert" {
@@ -269,6 +271,9 @@ func TestListeners(t *testing.T) {
 	}
 	if st := res.Gateways["a/mtls"]; cond(st.Conditions, "Accepted") != "False/UnsupportedValue" || st.Programmed {
 		t.Errorf("mtls: %+v, want not accepted: client certificate validation is not served", st)
+	}
+	if st := res.Gateways["a/only-tcp"]; cond(st.Conditions, "Accepted") != "False/ListenersNotValid" || st.Programmed {
+		t.Errorf("only-tcp: %+v, want not accepted (ListenersNotValid): no listener is accepted", st)
 	}
 	st := res.Gateways["b/young"]
 	if cond(st.Conditions, "Accepted") != "True/ListenersNotValid" {
@@ -300,8 +305,9 @@ func TestListeners(t *testing.T) {
 		if attached := l.AttachedRoutes; attached != map[bool]int32{true: 1}[l.Name == "missing"] {
 			t.Errorf("listener %s: %d attached routes", l.Name, attached)
 		}
-		if len(l.SupportedKinds) != 1 || l.SupportedKinds[0].Kind != "HTTPRoute" {
-			t.Errorf("listener %s: supportedKinds %v, want HTTPRoute", l.Name, l.SupportedKinds)
+		// A protocol not served serves no route kind.
+		if want := map[bool]int{true: 0, false: 1}[l.Name == "tcp"]; len(l.SupportedKinds) != want || want == 1 && l.SupportedKinds[0].Kind != "HTTPRoute" {
+			t.Errorf("listener %s: supportedKinds %v, want %d (HTTPRoute)", l.Name, l.SupportedKinds, want)
 		}
 	}
 	if got := cond(res.Routes["b/r"][0].Conditions, "Accepted"); got != "True/Accepted" {
@@ -414,5 +420,13 @@ func TestIntersect(t *testing.T) {
 				t.Errorf("intersect(%q, %q) = %q, want %q", tc.listener, tc.route, got, tc.want)
 			}
 		}
+	}
+}
+
+// TestSupportedFeaturesSorted: GatewayClass status.supportedFeatures must
+// be sorted by name, without duplicates.
+func TestSupportedFeaturesSorted(t *testing.T) {
+	if !slices.IsSorted(SupportedFeatures) || len(slices.Compact(slices.Clone(SupportedFeatures))) != len(SupportedFeatures) {
+		t.Errorf("SupportedFeatures is not sorted or has duplicates: %v", SupportedFeatures)
 	}
 }

@@ -141,13 +141,15 @@ func conflicts(ls []*listener) {
 // protocol, its route kinds, its certificate.
 func (b *builder) checkListener(gw *gwv1.Gateway, l *listener) {
 	spec := l.spec
+	l.status.SupportedKinds = []gwv1.RouteGroupKind{}
 	switch spec.Protocol {
 	case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType:
 	default:
+		// No route kind is served on it.
 		l.invalid.accepted, l.invalid.msg = string(gwv1.ListenerReasonUnsupportedProtocol),
 			fmt.Sprintf("protocol %s is not supported (HTTP and HTTPS are)", spec.Protocol)
+		return
 	}
-	l.status.SupportedKinds = []gwv1.RouteGroupKind{}
 	if spec.AllowedRoutes == nil || len(spec.AllowedRoutes.Kinds) == 0 {
 		l.status.SupportedKinds = append(l.status.SupportedKinds, httpRouteKind)
 	} else {
@@ -212,12 +214,13 @@ func validTLS(s *v1.Secret) bool {
 func (g *gateway) status() *GatewayStatus {
 	gen := g.gw.Generation
 	st := &GatewayStatus{}
-	allValid := true
+	allValid, anyAccepted := true, false
 	for _, l := range g.listeners {
 		ls := l.status
 		ok := l.valid
 		st.Programmed = st.Programmed || ok
 		allValid = allValid && ok
+		anyAccepted = anyAccepted || l.invalid.accepted == ""
 		accReason, accMsg := string(gwv1.ListenerReasonAccepted), ""
 		if l.invalid.accepted != "" {
 			accReason, accMsg = l.invalid.accepted, l.invalid.msg
@@ -248,6 +251,9 @@ func (g *gateway) status() *GatewayStatus {
 	case !g.accepted:
 		st.Programmed = false
 		st.Conditions = append(st.Conditions, condition(string(gwv1.GatewayConditionAccepted), false, g.reason, g.reject, gen))
+	case !anyAccepted:
+		st.Conditions = append(st.Conditions, condition(string(gwv1.GatewayConditionAccepted), false,
+			string(gwv1.GatewayReasonListenersNotValid), "no listener is accepted; see their conditions", gen))
 	case !allValid:
 		st.Conditions = append(st.Conditions, condition(string(gwv1.GatewayConditionAccepted), true,
 			string(gwv1.GatewayReasonListenersNotValid), "some listeners are not valid; see their conditions", gen))

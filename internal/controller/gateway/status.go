@@ -33,6 +33,12 @@ func (w *writer) write(ctx context.Context, in gateway.Input, res *gateway.Resul
 			accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionFalse, string(gwv1.GatewayClassReasonInvalidParameters), refused
 		}
 		st := gc.Status.DeepCopy()
+		st.SupportedFeatures = nil
+		if refused == "" {
+			for _, f := range gateway.SupportedFeatures {
+				st.SupportedFeatures = append(st.SupportedFeatures, gwv1.SupportedFeature{Name: f})
+			}
+		}
 		st.Conditions = w.merge(gc.Status.Conditions, []metav1.Condition{
 			accepted,
 			{Type: string(gwv1.GatewayClassConditionStatusSupportedVersion), Status: metav1.ConditionTrue, Reason: string(gwv1.GatewayClassReasonSupportedVersion), ObservedGeneration: gc.Generation},
