@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"orch/internal/iptsync"
 	"orch/internal/netnstest"
 )
 
@@ -63,8 +62,7 @@ func benchmarkPeerChange(b *testing.B, n int, sets bool) {
 		b.Skip("no ip_set in this kernel")
 	}
 	in := peersInput(n)
-	e, err := newEnforcer(Config{NodeName: "n1"}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)),
-		func(f iptsync.Family) (iptsync.Writer, error) { return iptsync.NewFamilyDriver(f, who, jumps, true) }, sets)
+	e, err := newEnforcer(Config{NodeName: "n1"}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), kernelWriter, sets)
 	if err != nil {
 		b.Fatal(err)
 	}

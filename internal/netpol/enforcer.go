@@ -81,9 +81,13 @@ type familySync struct {
 // IPv6 cluster family ip6tables, is missing: a family left unenforced
 // would leave its pods open.
 func New(cfg Config, client kubernetes.Interface, log *slog.Logger) (*Enforcer, error) {
-	return newEnforcer(cfg, client, log, func(f iptsync.Family) (iptsync.Writer, error) {
-		return iptsync.NewFamilyDriver(f, who, jumps, true)
-	}, ipsetsAvailable())
+	return newEnforcer(cfg, client, log, kernelWriter, ipsetsAvailable())
+}
+
+// kernelWriter writes family f's rules with iptables-restore (or
+// ip6tables-restore).
+func kernelWriter(f iptsync.Family) (iptsync.Writer, error) {
+	return iptsync.NewFamilyDriver(f, who, jumps, true)
 }
 
 // newEnforcer makes an Enforcer that writes each family's rules through
@@ -234,10 +238,12 @@ func (e *Enforcer) syncFamily(fs *familySync, in Input) error {
 	if err != nil {
 		return err
 	}
-	if err := fs.sets.destroy(after); err != nil {
-		// A set still matched (by rules another program copied?) stays
-		// until a later sync destroys it.
-		e.log.Warn("cannot destroy an unused ipset of network policy", "family", fs.family, "err", err)
+	if len(after) > 0 { // only with sets
+		if err := fs.sets.apply(after); err != nil {
+			// A set still matched (by rules another program copied?)
+			// stays until a later sync destroys it.
+			e.log.Warn("cannot destroy an unused ipset of network policy", "family", fs.family, "err", err)
+		}
 	}
 	if len(text.Data) > 0 || full || setsChanged > 0 || len(after) > 0 {
 		e.log.Info("synced network policy rules", "family", fs.family, "full", full, "isolatedPods", rs.Pods, "policyChains", rs.Policies,

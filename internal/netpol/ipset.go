@@ -3,6 +3,7 @@ package netpol
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strings"
@@ -51,7 +52,7 @@ func planSets(want []Set, have map[string][]string) (before, after []setOp) {
 			}
 		}
 	}
-	for _, name := range sortedKeys(have) {
+	for _, name := range slices.Sorted(maps.Keys(have)) {
 		if !wanted[name] {
 			after = append(after, setOp{kind: "destroy", set: name})
 		}
@@ -64,15 +65,6 @@ func setOf(list []string) map[string]bool {
 	for _, s := range list {
 		out[s] = true
 	}
-	return out
-}
-
-func sortedKeys(m map[string][]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
 	return out
 }
 
@@ -141,15 +133,6 @@ func (k kernelSets) apply(ops []setOp) error {
 		}
 	}
 	return nil
-}
-
-// destroy carries out after's destroys; without sets (k nil) there are
-// none.
-func (k *kernelSets) destroy(after []setOp) error {
-	if k == nil {
-		return nil
-	}
-	return k.apply(after)
 }
 
 // cleanupSets destroys the sets of ours of both families; the rules that
