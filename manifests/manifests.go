@@ -4,11 +4,14 @@
 // turned off with `--disable NAME`, NAME being the file name without its
 // extension.
 //
+//   - local-path.yaml: StorageClass "local-path", the default class, of
+//     the built-in local-path provisioner (orch.io/local-path; see
+//     internal/localpath): WaitForFirstConsumer, reclaimPolicy Delete,
+//     allowVolumeExpansion.
 //   - local-storage.yaml: StorageClass "local-storage" for local
 //     PersistentVolumes an administrator creates (provisioner
 //     kubernetes.io/no-provisioner, volumeBindingMode WaitForFirstConsumer,
 //     so a claim is bound to a volume on the node its pod is scheduled to).
-//     It is not the default class: orch provisions no volumes.
 //   - ingress.yaml: IngressClass "orch", the default class, of the
 //     built-in Ingress controller.
 //   - gateway.yaml: Gateway API's CustomResourceDefinitions (GatewayClass,

@@ -7,7 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	storagev1 "k8s.io/api/storage/v1"
+	"sigs.k8s.io/yaml"
+
 	"orch/internal/gateway"
+	"orch/internal/localpath"
 )
 
 // TestGatewayManifest: the embedded gateway.yaml is what
@@ -33,5 +37,23 @@ func TestGatewayManifest(t *testing.T) {
 		if !bytes.Contains(have, []byte(kind)) {
 			t.Errorf("gateway.yaml has no %q", kind)
 		}
+	}
+}
+
+// TestLocalPathManifest: the default StorageClass names the provisioner
+// the server runs.
+func TestLocalPathManifest(t *testing.T) {
+	data, err := fs.ReadFile(Defaults, "local-path.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc storagev1.StorageClass
+	if err := yaml.UnmarshalStrict(data, &sc); err != nil {
+		t.Fatal(err)
+	}
+	if sc.Provisioner != localpath.Provisioner || sc.Annotations["storageclass.kubernetes.io/is-default-class"] != "true" ||
+		sc.VolumeBindingMode == nil || *sc.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer ||
+		sc.AllowVolumeExpansion == nil || !*sc.AllowVolumeExpansion {
+		t.Errorf("local-path.yaml = %+v, want the default class of %s, WaitForFirstConsumer, expandable", sc, localpath.Provisioner)
 	}
 }

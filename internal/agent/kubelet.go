@@ -29,6 +29,7 @@ import (
 	"orch/internal/kubelet/pods"
 	"orch/internal/kubelet/server"
 	"orch/internal/kubelet/sysctls"
+	"orch/internal/localpath"
 	"orch/internal/network"
 	"orch/internal/pki"
 	"orch/internal/run"
@@ -104,9 +105,15 @@ func kubelet(c checked, nodeCfg node.Config, creds *join.Credentials, client kub
 		{Name: "pod network config", Runnable: cni},
 	}
 	parts = append(parts, netParts...)
+	// The directories of this node's released local-path volumes.
+	localPathClient, err := componentClient(creds, join.LocalPathUser, "local-path clean-up", log)
+	if err != nil {
+		return nil, err
+	}
 	return append(parts,
 		run.Named{Name: "pods", Runnable: workers},
 		run.Named{Name: "image garbage collection", Runnable: imageGC(c.NodeName, nodeCfg.ImageFsDir, client, rt, keep, log)},
+		run.Named{Name: "local-path clean-up", Runnable: localpath.NewCleaner(localPathClient, c.NodeName, log)},
 	), nil
 }
 

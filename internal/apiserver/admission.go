@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -61,6 +62,8 @@ func (s *Server) admitCreate(ctx context.Context, rs *resourceStore, obj runtime
 		if s.plugins.on(pluginDefaultIngressClass) {
 			return s.defaultIngressClass(ctx, o)
 		}
+	case *certificatesv1.CertificateSigningRequest:
+		return s.admitCSRSubject(o)
 	case *corev1.Pod:
 		return s.admitNewPod(ctx, o)
 	}
@@ -191,6 +194,12 @@ func (s *Server) admitUpdate(ctx context.Context, rs *resourceStore, subresource
 		if subresource == "" && s.plugins.on(pluginPodTolerationRestriction) {
 			return s.admitPodTolerations(ctx, o, false)
 		}
+	case *corev1.PersistentVolumeClaim:
+		if subresource == "" && s.plugins.on(pluginPersistentVolumeClaimResize) {
+			return s.admitClaimResize(ctx, o, old.(*corev1.PersistentVolumeClaim))
+		}
+	case *certificatesv1.CertificateSigningRequest:
+		return s.admitCSRUpdate(ctx, subresource, o, old.(*certificatesv1.CertificateSigningRequest))
 	}
 	return nil
 }

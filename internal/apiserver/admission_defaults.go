@@ -2,13 +2,16 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/component-helpers/storage/volume"
 
 	"orch/internal/apiserver/registry/storageclasses"
 )
@@ -36,6 +39,39 @@ func (s *Server) defaultStorageClass(ctx context.Context, pvc *corev1.Persistent
 		pvc.Spec.StorageClassName = &name
 	}
 	return err
+}
+
+// admitClaimResize is upstream's PersistentVolumeClaimResize admission: a
+// claim may ask for more storage only once bound, and only when its
+// StorageClass allows expansion.
+func (s *Server) admitClaimResize(ctx context.Context, pvc, old *corev1.PersistentVolumeClaim) error {
+	newSize, oldSize := pvc.Spec.Resources.Requests[corev1.ResourceStorage], old.Spec.Resources.Requests[corev1.ResourceStorage]
+	if newSize.Cmp(oldSize) <= 0 {
+		return nil
+	}
+	forbid := func(msg string) error {
+		return apierrors.NewForbidden(corev1.Resource("persistentvolumeclaims"), pvc.Name, errors.New(msg))
+	}
+	if old.Status.Phase != corev1.ClaimBound {
+		return forbid("Only bound persistent volume claims can be expanded")
+	}
+	refused := forbid("only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize")
+	name := volume.GetPersistentVolumeClaimClass(pvc)
+	rs := s.resources[storagev1.SchemeGroupVersion.WithResource("storageclasses")]
+	if name == "" || rs == nil {
+		return refused
+	}
+	obj, err := rs.get(ctx, "", name)
+	if isNotFound(err) {
+		return refused
+	}
+	if err != nil {
+		return err
+	}
+	if sc, ok := obj.(*storagev1.StorageClass); !ok || sc.AllowVolumeExpansion == nil || !*sc.AllowVolumeExpansion {
+		return refused
+	}
+	return nil
 }
 
 // defaultIngressClass is upstream's DefaultIngressClass admission: a new

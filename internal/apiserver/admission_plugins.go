@@ -10,24 +10,28 @@ import (
 // The admission plugins orch has, by upstream's names. Which run is the
 // set AdmissionPlugins gives; the order they run in is upstream's.
 const (
-	pluginNamespaceLifecycle           = "NamespaceLifecycle"
-	pluginLimitRanger                  = "LimitRanger"
-	pluginServiceAccount               = "ServiceAccount"
-	pluginNodeRestriction              = "NodeRestriction"
-	pluginAlwaysPullImages             = "AlwaysPullImages"
-	pluginPodSecurity                  = "PodSecurity"
-	pluginPriority                     = "Priority"
-	pluginDefaultTolerationSeconds     = "DefaultTolerationSeconds"
-	pluginPodTolerationRestriction     = "PodTolerationRestriction"
-	pluginDefaultStorageClass          = "DefaultStorageClass"
-	pluginStorageObjectInUseProtection = "StorageObjectInUseProtection"
-	pluginRuntimeClass                 = "RuntimeClass"
-	pluginDefaultIngressClass          = "DefaultIngressClass"
-	pluginMutatingAdmissionPolicy      = "MutatingAdmissionPolicy"
-	pluginMutatingAdmissionWebhook     = "MutatingAdmissionWebhook"
-	pluginValidatingAdmissionPolicy    = "ValidatingAdmissionPolicy"
-	pluginValidatingAdmissionWebhook   = "ValidatingAdmissionWebhook"
-	pluginResourceQuota                = "ResourceQuota"
+	pluginNamespaceLifecycle            = "NamespaceLifecycle"
+	pluginLimitRanger                   = "LimitRanger"
+	pluginServiceAccount                = "ServiceAccount"
+	pluginNodeRestriction               = "NodeRestriction"
+	pluginAlwaysPullImages              = "AlwaysPullImages"
+	pluginPodSecurity                   = "PodSecurity"
+	pluginPriority                      = "Priority"
+	pluginDefaultTolerationSeconds      = "DefaultTolerationSeconds"
+	pluginPodTolerationRestriction      = "PodTolerationRestriction"
+	pluginDefaultStorageClass           = "DefaultStorageClass"
+	pluginStorageObjectInUseProtection  = "StorageObjectInUseProtection"
+	pluginRuntimeClass                  = "RuntimeClass"
+	pluginDefaultIngressClass           = "DefaultIngressClass"
+	pluginPersistentVolumeClaimResize   = "PersistentVolumeClaimResize"
+	pluginCertificateApproval           = "CertificateApproval"
+	pluginCertificateSigning            = "CertificateSigning"
+	pluginCertificateSubjectRestriction = "CertificateSubjectRestriction"
+	pluginMutatingAdmissionPolicy       = "MutatingAdmissionPolicy"
+	pluginMutatingAdmissionWebhook      = "MutatingAdmissionWebhook"
+	pluginValidatingAdmissionPolicy     = "ValidatingAdmissionPolicy"
+	pluginValidatingAdmissionWebhook    = "ValidatingAdmissionWebhook"
+	pluginResourceQuota                 = "ResourceQuota"
 )
 
 // admissionPluginsOff are the plugins orch has that are off unless
@@ -43,15 +47,15 @@ var admissionPluginsElsewhere = []string{
 	"AlwaysAdmit", "NamespaceAutoProvision", "NamespaceExists", "LimitPodHardAntiAffinityTopology",
 	"TaintNodesByCondition", "ImagePolicyWebhook", "PodNodeSelector",
 	"EventRateLimit", "ExtendedResourceToleration", "PodGroupProtection",
-	"OwnerReferencesPermissionEnforcement", "PersistentVolumeClaimResize", "CertificateApproval",
-	"CertificateSigning", "ClusterTrustBundleAttest", "CertificateSubjectRestriction",
+	"OwnerReferencesPermissionEnforcement", "ClusterTrustBundleAttest",
 	"DenyServiceExternalIPs", "PodTopologyLabels", "NodeDeclaredFeatureValidator", "PodResizeValidator", "AlwaysDeny",
 }
 
 var admissionPluginsOrch = []string{
 	pluginNamespaceLifecycle, pluginLimitRanger, pluginServiceAccount, pluginNodeRestriction,
 	pluginAlwaysPullImages, pluginPodSecurity, pluginPriority, pluginDefaultTolerationSeconds,
-	pluginPodTolerationRestriction, pluginDefaultStorageClass, pluginStorageObjectInUseProtection, pluginRuntimeClass, pluginDefaultIngressClass,
+	pluginPodTolerationRestriction, pluginDefaultStorageClass, pluginStorageObjectInUseProtection, pluginPersistentVolumeClaimResize, pluginRuntimeClass, pluginDefaultIngressClass,
+	pluginCertificateApproval, pluginCertificateSigning, pluginCertificateSubjectRestriction,
 	pluginMutatingAdmissionPolicy, pluginMutatingAdmissionWebhook, pluginValidatingAdmissionPolicy,
 	pluginValidatingAdmissionWebhook, pluginResourceQuota,
 }

@@ -15,12 +15,13 @@ func TestAdmissionPlugins(t *testing.T) {
 		on, off         []string
 		err             string
 	}{
-		{name: "defaults", on: []string{"NamespaceLifecycle", "NodeRestriction", "PodSecurity", "ResourceQuota", "DefaultStorageClass", "StorageObjectInUseProtection"}, off: []string{"AlwaysPullImages", "PodTolerationRestriction"}},
+		{name: "defaults", on: []string{"NamespaceLifecycle", "NodeRestriction", "PodSecurity", "ResourceQuota", "DefaultStorageClass", "StorageObjectInUseProtection",
+			"PersistentVolumeClaimResize", "CertificateApproval", "CertificateSigning", "CertificateSubjectRestriction"}, off: []string{"AlwaysPullImages", "PodTolerationRestriction"}},
 		{name: "enable one that is off", enable: []string{"AlwaysPullImages"}, on: []string{"AlwaysPullImages", "PodSecurity"}},
 		{name: "disable one that is on", disable: []string{"PodSecurity", "ResourceQuota"}, on: []string{"LimitRanger"}, off: []string{"PodSecurity", "ResourceQuota"}},
 		{name: "disable one orch does elsewhere", disable: []string{"TaintNodesByCondition"}, on: []string{"PodSecurity"}},
 		{name: "enable one orch lacks", enable: []string{"EventRateLimit"}, err: `admission plugin "EventRateLimit" is not implemented in orch`},
-		{name: "unknown", disable: []string{"PodSecurityPolicy"}, err: `unknown admission plugin "PodSecurityPolicy" (orch has: AlwaysPullImages, DefaultIngressClass`},
+		{name: "unknown", disable: []string{"PodSecurityPolicy"}, err: `unknown admission plugin "PodSecurityPolicy" (orch has: AlwaysPullImages, CertificateApproval, CertificateSigning`},
 		{name: "both", enable: []string{"Priority"}, disable: []string{"Priority"}, err: `admission plugin "Priority" is both enabled and disabled`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,13 +12,17 @@ import (
 	"math/big"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 )
 
@@ -143,5 +147,78 @@ func TestCertificateSigningRequests(t *testing.T) {
 	}
 	if len(list.Items) != 1 || list.Items[0].Name != created.Name {
 		t.Errorf("list by signer = %d items", len(list.Items))
+	}
+}
+
+// TestCertificateAdmission: CertificateSubjectRestriction refuses a
+// kube-apiserver-client request for system:masters; CertificateApproval
+// and CertificateSigning let a user approve or issue only for the signers
+// (or signer domains) it holds approve or sign on.
+func TestCertificateAdmission(t *testing.T) {
+	ctx := testContext(t)
+	srv, admin := newClient(t, "")
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	request := func(orgs ...string) []byte {
+		der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "alice", Organization: orgs}}, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+	}
+	newCSR := func(name, signer string, req []byte) *certificatesv1.CertificateSigningRequest {
+		return &certificatesv1.CertificateSigningRequest{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request: req, SignerName: signer, Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}}}
+	}
+	csrs := admin.CertificatesV1().CertificateSigningRequests()
+	_, err = csrs.Create(ctx, newCSR("masters", certificatesv1.KubeAPIServerClientSignerName, request("system:masters")), metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed") {
+		t.Fatalf("a system:masters request: %v, want 403", err)
+	}
+	if _, err := csrs.Create(ctx, newCSR("masters-elsewhere", "example.com/other", request("system:masters")), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("system:masters for another signer: %v", err)
+	}
+
+	// approver may update the subresources, and approve and sign for
+	// example.com/* only.
+	rules := []rbacv1.PolicyRule{
+		{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"certificatesigningrequests", "certificatesigningrequests/approval", "certificatesigningrequests/status"}, Verbs: []string{"get", "update"}},
+		{APIGroups: []string{"certificates.k8s.io"}, Resources: []string{"signers"}, ResourceNames: []string{"example.com/*"}, Verbs: []string{"approve", "sign"}},
+	}
+	if _, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "approver"}, Rules: rules}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "approver"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "approver"},
+		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: "approver"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	approver := kubernetes.NewForConfigOrDie(srv.ConfigAs("approver")).CertificatesV1().CertificateSigningRequests()
+	_, cert := csrPEM(t)
+	for _, tc := range []struct {
+		signer string
+		ok     bool
+	}{{"example.com/mine", true}, {certificatesv1.KubeAPIServerClientSignerName, false}} {
+		created, err := csrs.Create(ctx, newCSR("for-"+strings.NewReplacer("/", "-", ".", "-").Replace(tc.signer), tc.signer, request()), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "Test"}}
+		approved, err := approver.UpdateApproval(ctx, created.Name, created, metav1.UpdateOptions{})
+		if tc.ok != (err == nil) || (err != nil && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `user not permitted to approve requests with signerName "`+tc.signer+`"`))) {
+			t.Errorf("approve for %s: %v, want allowed %v", tc.signer, err, tc.ok)
+		}
+		if !tc.ok {
+			if approved, err = csrs.UpdateApproval(ctx, created.Name, created, metav1.UpdateOptions{}); err != nil {
+				t.Fatalf("cluster-admin approving: %v", err)
+			}
+		}
+		approved.Status.Certificate = cert
+		_, err = approver.UpdateStatus(ctx, approved, metav1.UpdateOptions{})
+		if tc.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), `user not permitted to sign requests with signerName "`+tc.signer+`"`)) {
+			t.Errorf("sign for %s: %v, want allowed %v", tc.signer, err, tc.ok)
+		}
 	}
 }

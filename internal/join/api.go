@@ -1,6 +1,9 @@
 package join
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // The HTTP API an orch server serves, on its apiserver port, for agents
 // that join. Both ends use these types; the server imports them from here.
@@ -40,14 +43,19 @@ const (
 	NetworkUser = "system:orch-network"
 	// IngressUser is the built-in Ingress controller (internal/ingress).
 	IngressUser = "system:orch-ingress"
+	// LocalPathUser removes the directories of released local-path
+	// volumes (internal/localpath).
+	LocalPathUser = "system:orch-local-path"
 )
 
 // ComponentUsers are the users of the agent's components, in a fixed order.
-func ComponentUsers() []string { return []string{KubeProxyUser, DNSUser, NetworkUser, IngressUser} }
+func ComponentUsers() []string {
+	return []string{KubeProxyUser, DNSUser, NetworkUser, IngressUser, LocalPathUser}
+}
 
 // IsComponentUser reports whether user is one of ComponentUsers.
 func IsComponentUser(user string) bool {
-	return user == KubeProxyUser || user == DNSUser || user == NetworkUser || user == IngressUser
+	return slices.Contains(ComponentUsers(), user)
 }
 
 // Node password secrets: the first agent that joins as NAME stores a hash of

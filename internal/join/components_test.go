@@ -59,7 +59,7 @@ func TestComponentIdentities(t *testing.T) {
 		asked = append(asked, user)
 	}
 	slices.Sort(asked)
-	if want := []string{"system:kube-proxy", "system:orch-dns", "system:orch-ingress", "system:orch-network"}; !slices.Equal(asked, want) {
+	if want := []string{"system:kube-proxy", "system:orch-dns", "system:orch-ingress", "system:orch-local-path", "system:orch-network"}; !slices.Equal(asked, want) {
 		t.Errorf("component CSRs for %v, want %v", asked, want)
 	}
 	if got := whoami(t, creds.RESTConfig()); got != "system:node:n1" {

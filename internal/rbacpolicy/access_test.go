@@ -138,6 +138,21 @@ var controllerNeeds = map[string]struct {
 	"clusterdns": {"kube-system", []rbacv1.PolicyRule{
 		do("discovery.k8s.io", v("get", "create", "update"), "endpointslices")}},
 	"servicelb": {"default", []rbacv1.PolicyRule{do("", v("update"), "services/status")}},
+	"certificates": {"", []rbacv1.PolicyRule{
+		do("certificates.k8s.io", v("update"), "certificatesigningrequests/status", "certificatesigningrequests/approval"),
+		do("certificates.k8s.io", v("delete"), "certificatesigningrequests"),
+		named(do("certificates.k8s.io", v("sign"), "signers"), "kubernetes.io/kube-apiserver-client", "kubernetes.io/kubelet-serving"),
+		named(do("certificates.k8s.io", v("approve"), "signers"), "kubernetes.io/kube-apiserver-client-kubelet"),
+		do("authorization.k8s.io", v("create"), "subjectaccessreviews")}},
+	"horizontalpodautoscaling": {"default", []rbacv1.PolicyRule{
+		do("autoscaling", v("update"), "horizontalpodautoscalers/status"),
+		do("apps", v("get", "update"), "deployments/scale"), do("example.com", v("get", "update"), "widgets/scale"),
+		do("metrics.k8s.io", v("list"), "pods"),
+		do("custom.metrics.k8s.io", v("get"), "pods/requests_per_second"), do("external.metrics.k8s.io", v("list"), "queue_length"),
+		do("", v("create", "patch", "update"), "events")}},
+	"ephemeral-volume": {"default", []rbacv1.PolicyRule{do("", v("create"), "persistentvolumeclaims")}},
+	"local-path": {"default", []rbacv1.PolicyRule{
+		do("", v("create", "update"), "persistentvolumes"), do("", v("update"), "persistentvolumeclaims/status")}},
 	"gateway": {"default", []rbacv1.PolicyRule{
 		watched("gateway.networking.k8s.io", "gatewayclasses", "gateways", "httproutes", "referencegrants"),
 		do("gateway.networking.k8s.io", v("update"), "gatewayclasses/status", "gateways/status", "httproutes/status"),
@@ -197,6 +212,9 @@ func TestIdentitiesMayDoWhatTheirCodeDoes(t *testing.T) {
 		{"cluster DNS", rbacpolicy.DNSUser, "", []rbacv1.PolicyRule{
 			watched("", "services"), watched("discovery.k8s.io", "endpointslices"),
 		}},
+		{"local-path clean-up", rbacpolicy.LocalPathUser, "", []rbacv1.PolicyRule{
+			watched("", "persistentvolumes"), do("", v("get", "update", "delete"), "persistentvolumes"),
+		}},
 		{"manifests applier", rbacpolicy.ManifestsUser, "", []rbacv1.PolicyRule{
 			do("*", v("*"), "*"),
 		}},
@@ -228,6 +246,8 @@ func TestIdentitiesGetNoMoreThanTheirs(t *testing.T) {
 		{"servicelb rewriting a Service", rbacpolicy.ControllerUser("orch-servicelb-controller"), "default",
 			do("", v("update"), "services")},
 		{"cluster DNS reading secrets", rbacpolicy.DNSUser, "kube-system", do("", v("get"), "secrets")},
+		{"local-path clean-up making volumes", rbacpolicy.LocalPathUser, "", do("", v("create"), "persistentvolumes")},
+		{"local-path clean-up touching claims", rbacpolicy.LocalPathUser, "default", do("", v("update", "delete"), "persistentvolumeclaims")},
 		{"cluster DNS slices elsewhere", rbacpolicy.ControllerUser("orch-cluster-dns-controller"), "default",
 			do("discovery.k8s.io", v("update"), "endpointslices")},
 		{"crd controller writing what is not a CRD", rbacpolicy.ControllerUser("orch-crd-controller"), "default",

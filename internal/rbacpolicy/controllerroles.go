@@ -17,6 +17,15 @@ func controllerRole(sa string, rs ...rule) rbacv1.ClusterRole {
 // touch kube-system have a Role there instead (controllerRoles).
 func controllerClusterRoles() []rbacv1.ClusterRole {
 	return []rbacv1.ClusterRole{
+		controllerRole("certificate-controller",
+			verbs("get", "list", "watch", "delete").groups(certificates).resources("certificatesigningrequests"),
+			verbs("update").groups(certificates).resources("certificatesigningrequests/status", "certificatesigningrequests/approval"),
+			verbs("approve").groups(certificates).resources("signers").names("kubernetes.io/kube-apiserver-client-kubelet"),
+			verbs("sign").groups(certificates).resources("signers").names("kubernetes.io/kube-apiserver-client",
+				"kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving", "kubernetes.io/legacy-unknown"),
+			verbs("create").groups(authz).resources("subjectaccessreviews"),
+			eventsRule(),
+		),
 		controllerRole("clusterrole-aggregation-controller",
 			// escalate: it writes rules it does not hold itself.
 			verbs("escalate", "get", "list", "patch", "update", "watch").groups(rbacGroup).resources("clusterroles"),
@@ -85,9 +94,26 @@ func controllerClusterRoles() []rbacv1.ClusterRole {
 			verbs("get", "list", "watch", "create", "update", "delete").groups(discovery).resources("endpointslices"),
 			eventsRule(),
 		),
+		controllerRole("ephemeral-volume-controller",
+			verbs(read...).groups(core).resources("pods"),
+			verbs("update").groups(core).resources("pods/finalizers"),
+			verbs("get", "list", "watch", "create").groups(core).resources("persistentvolumeclaims"),
+			eventsRule(),
+		),
 		controllerRole("generic-garbage-collector",
 			// It reads and deletes anything, and rewrites owner references.
 			verbs("get", "list", "watch", "patch", "update", "delete").groups("*").resources("*"),
+			eventsRule(),
+		),
+		controllerRole("horizontal-pod-autoscaler",
+			verbs(read...).groups(autoscaling).resources("horizontalpodautoscalers"),
+			verbs("update").groups(autoscaling).resources("horizontalpodautoscalers/status"),
+			verbs("get", "update").groups("*").resources("*/scale"),
+			verbs("list", "watch").groups(core).resources("pods"),
+			// The resource metrics orch serves, and those metrics adapters serve.
+			verbs("list", "watch").groups("metrics.k8s.io").resources("pods"),
+			verbs(read...).groups("custom.metrics.k8s.io").resources("*"),
+			verbs(read...).groups("external.metrics.k8s.io").resources("*"),
 			eventsRule(),
 		),
 		controllerRole("job-controller",
@@ -199,6 +225,16 @@ func controllerClusterRoles() []rbacv1.ClusterRole {
 			verbs("list", "watch").groups(gatewayGroup).resources("gatewayclasses", "gateways", "httproutes", "referencegrants"),
 			verbs("update").groups(gatewayGroup).resources("gatewayclasses/status", "gateways/status", "httproutes/status"),
 			verbs("list", "watch").groups(core).resources("secrets"),
+		),
+		controllerRole("orch-local-path-controller",
+			// The built-in local-path provisioner
+			// (internal/controller/localpath) makes a PersistentVolume for
+			// each claim of its classes, on the node the scheduler picked,
+			// and grows it and the claim's status when the claim asks for
+			// more; its informers are the controller manager's.
+			verbs("create", "update").groups(core).resources("persistentvolumes"),
+			verbs("update").groups(core).resources("persistentvolumeclaims/status"),
+			eventsRule(),
 		),
 		controllerRole("orch-servicelb-controller",
 			// It writes the node addresses into status.loadBalancer; the

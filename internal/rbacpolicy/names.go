@@ -20,6 +20,10 @@ const (
 	// IngressUser is the agent's Ingress controller, bound to the
 	// ClusterRole of the same name.
 	IngressUser = "system:orch-ingress"
+	// LocalPathUser is the agent's clean-up of released local-path
+	// volumes (internal/localpath), bound to the ClusterRole of the same
+	// name.
+	LocalPathUser = "system:orch-local-path"
 	// ManifestsUser applies the auto-applied manifests directory; it is
 	// bound to cluster-admin, since those manifests may hold anything.
 	ManifestsUser = "system:orch-manifests"
@@ -62,11 +66,15 @@ var ControllerServiceAccounts = map[string]string{
 	"pvbinder":                         "persistent-volume-binder",
 	"pvc-protection":                   "pvc-protection-controller",
 	"pv-protection":                    "pv-protection-controller",
+	"ephemeral-volume":                 "ephemeral-volume-controller",
+	"certificates":                     "certificate-controller",
+	"horizontalpodautoscaling":         "horizontal-pod-autoscaler",
 	"clusterroleaggregation":           "clusterrole-aggregation-controller",
 	"nodepassword":                     "orch-node-password-controller",
 	"clusterdns":                       "orch-cluster-dns-controller",
 	"servicelb":                        "orch-servicelb-controller",
 	"crd":                              "orch-crd-controller",
+	"local-path":                       "orch-local-path-controller",
 	"gateway":                          "orch-gateway-controller",
 	"validatingadmissionpolicy-status": "validatingadmissionpolicy-status-controller",
 }

@@ -43,6 +43,12 @@ func orchClusterRoles() []rbacv1.ClusterRole {
 			verbs("list", "watch").groups(gatewayGroup).resources("gatewayclasses", "gateways", "httproutes", "referencegrants"),
 			verbs("list", "watch").groups(core).resources("namespaces"),
 		),
+		clusterRole(LocalPathUser,
+			// Each agent follows its node's local-path volumes, removes
+			// the directory of a released one, then deletes it and takes
+			// its finalizer off (internal/localpath's Cleaner).
+			verbs("get", "list", "watch", "update", "delete").groups(core).resources("persistentvolumes"),
+		),
 	}
 }
 
@@ -51,6 +57,7 @@ func orchClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		clusterBinding(DNSUser, users(DNSUser)),
 		clusterBinding(NetworkUser, users(NetworkUser)),
 		clusterBinding(IngressUser, users(IngressUser)),
+		clusterBinding(LocalPathUser, users(LocalPathUser)),
 		// The manifests directory is the administrator's: anything in it
 		// is applied.
 		namedClusterBinding(ManifestsUser, "cluster-admin", users(ManifestsUser)),

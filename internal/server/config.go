@@ -63,6 +63,10 @@ type Config struct {
 	// Disable leaves out the built-in manifests of these names (file names
 	// without extension, e.g. local-storage); see internal/manifests.
 	Disable []string
+	// DefaultLocalStoragePath is where the built-in local-path provisioner
+	// puts volumes on their node (--default-local-storage-path; empty:
+	// data-dir/storage), unless their StorageClass's path parameter says.
+	DefaultLocalStoragePath string
 	// GatewayAPI deploys the built-in manifest "gateway" (Gateway API's
 	// definitions and the GatewayClass orch), which is off by default:
 	// the definitions cost the server about 40 MB while no one uses them.
@@ -120,6 +124,14 @@ func (c Config) etcdDir() string     { return filepath.Join(c.serverDir(), "db",
 func (c Config) tlsDir() string      { return filepath.Join(c.serverDir(), "tls") }
 func (c Config) tokenPath() string   { return filepath.Join(c.serverDir(), "token") }
 func (c Config) manifestDir() string { return filepath.Join(c.serverDir(), "manifests") }
+
+// localStoragePath is --default-local-storage-path, or data-dir/storage.
+func (c Config) localStoragePath() string {
+	if c.DefaultLocalStoragePath != "" {
+		return c.DefaultLocalStoragePath
+	}
+	return filepath.Join(c.DataDir, "storage")
+}
 
 // disabledManifests are the built-in manifests not to deploy: those of
 // --disable, and "gateway" unless --gateway-api.

@@ -12,6 +12,7 @@ import (
 
 	"orch/internal/apiserver/authz"
 	"orch/internal/controller"
+	"orch/internal/controller/certificates"
 	"orch/internal/controller/clusterdns"
 	"orch/internal/controller/clusterroleaggregation"
 	"orch/internal/controller/crd"
@@ -22,13 +23,16 @@ import (
 	"orch/internal/controller/endpoints"
 	"orch/internal/controller/endpointslice"
 	"orch/internal/controller/endpointslicemirroring"
+	"orch/internal/controller/ephemeral"
 	"orch/internal/controller/garbagecollector"
 	gatewaystatus "orch/internal/controller/gateway"
 	"orch/internal/controller/job"
+	"orch/internal/controller/localpath"
 	"orch/internal/controller/namespace"
 	"orch/internal/controller/nodeipam"
 	"orch/internal/controller/nodelifecycle"
 	"orch/internal/controller/nodepassword"
+	"orch/internal/controller/podautoscaler"
 	"orch/internal/controller/podgc"
 	"orch/internal/controller/pvbinder"
 	"orch/internal/controller/pvcprotection"
@@ -100,6 +104,8 @@ func controllers(p parsed) buildFunc {
 			{"pvbinder", simple(func(c controller.Context) run.Runnable { return pvbinder.New(c) })},
 			{pvcprotection.Name, simple(func(c controller.Context) run.Runnable { return pvcprotection.New(c) })},
 			{pvprotection.Name, simple(func(c controller.Context) run.Runnable { return pvprotection.New(c) })},
+			{ephemeral.Name, simple(func(c controller.Context) run.Runnable { return ephemeral.New(c) })},
+			{localpath.Name, simple(func(c controller.Context) run.Runnable { return localpath.New(c, p.localStoragePath()) })},
 			{clusterroleaggregation.Name, simple(func(c controller.Context) run.Runnable { return clusterroleaggregation.New(c) })},
 			{nodepassword.Name, simple(func(c controller.Context) run.Runnable { return nodepassword.New(c) })},
 			{clusterdns.Name, simple(func(c controller.Context) run.Runnable { return clusterdns.New(c) })},
@@ -111,6 +117,20 @@ func controllers(p parsed) buildFunc {
 					return nil, err
 				}
 				return gatewaystatus.New(c, client), nil
+			})},
+			{certificates.Name, func(c controller.Context) (run.Runnable, error) {
+				caKey, err := os.ReadFile(filepath.Join(p.tlsDir(), pki.CAKeyFile))
+				if err != nil {
+					return nil, fmt.Errorf("read the cluster CA key for the CSR signer: %w", err)
+				}
+				ca, err := certificates.ParseCA(rootCA, caKey)
+				if err != nil {
+					return nil, err
+				}
+				return certificates.New(c, ca, certificates.Options{})
+			}},
+			{podautoscaler.Name, withConfig(podautoscaler.Name, func(c controller.Context) (run.Runnable, error) {
+				return podautoscaler.New(c)
 			})},
 			{crd.Name, withConfig(crd.Name, func(c controller.Context) (run.Runnable, error) {
 				client, err := apiextensionsclient.NewForConfig(c.Config)

@@ -2,8 +2,6 @@ package server
 
 import (
 	"net"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -26,10 +24,8 @@ func TestComponentsActAsTheirOwnIdentities(t *testing.T) {
 	p := parsed{Config: Config{DataDir: dir}}
 	_, p.clusterCIDR, _ = net.ParseCIDR("10.42.0.0/16")
 	p.clusterCIDRs = []*net.IPNet{p.clusterCIDR}
-	if err := os.MkdirAll(p.tlsDir(), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(p.tlsDir(), pki.CACertFile), []byte("ca"), 0o600); err != nil {
+	// The cluster CA (kube-root-ca.crt, the CSR signer's).
+	if _, err := pki.Ensure(pki.Config{Dir: p.tlsDir(), Hostname: "server"}); err != nil {
 		t.Fatal(err)
 	}
 	asked := map[string][]string{}

@@ -24,7 +24,8 @@
 //     beginRefreshAt).
 //   - hostPath: the path itself, after upstream's type checks.
 //   - persistentVolumeClaim: the bound hostPath or local PersistentVolume's
-//     path.
+//     path (a local-path volume's directory is made on first use); a
+//     generic ephemeral volume is the claim POD-VOLUME, if the pod owns it.
 //   - image: the image pulled by the pod workers (its pull policy, the
 //     pod's pull secrets) and mounted read-only from a containerd snapshot
 //     view (Manager.Images; the agent's own containerd only), released at

@@ -177,7 +177,9 @@ func (s *setup) volume(v *corev1.Volume) (podconfig.Volume, error) {
 	case src.Projected != nil:
 		return s.projectedVolume(v.Name, src.Projected)
 	case src.PersistentVolumeClaim != nil:
-		return s.claim(v.Name, src.PersistentVolumeClaim)
+		return s.claim(v.Name, src.PersistentVolumeClaim, nil)
+	case src.Ephemeral != nil:
+		return s.ephemeralClaim(v)
 	case src.Image != nil && s.m.Images != nil:
 		return s.imageVolume(v.Name, src.Image)
 	}

@@ -7,16 +7,29 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/component-helpers/storage/ephemeral"
+	"k8s.io/component-helpers/storage/volume"
 
 	"orch/internal/kubelet/podconfig"
+	"orch/internal/localpath"
 	"orch/internal/volumeprotection"
 )
 
+// ephemeralClaim resolves a generic ephemeral volume to the claim the
+// ephemeral volume controller made for the pod (POD-VOLUME); a claim of
+// that name that is not the pod's is refused, as upstream's kubelet does.
+func (s *setup) ephemeralClaim(v *corev1.Volume) (podconfig.Volume, error) {
+	src := &corev1.PersistentVolumeClaimVolumeSource{ClaimName: ephemeral.VolumeClaimName(s.pod, v)}
+	return s.claim(v.Name, src, func(pvc *corev1.PersistentVolumeClaim) error { return ephemeral.VolumeIsForPod(s.pod, pvc) })
+}
+
 // claim resolves a persistentVolumeClaim volume to its bound
 // PersistentVolume's path: hostPath (type checked as for a hostPath
-// volume) and local volumes; other sources are not supported. Once
-// resolved, the claim is not looked up again for the pod.
-func (s *setup) claim(name string, src *corev1.PersistentVolumeClaimVolumeSource) (podconfig.Volume, error) {
+// volume) and local volumes; other sources are not supported. A local
+// volume of orch's local-path provisioner gets its directory made on first
+// use. check (nil: none) vets the claim first. Once resolved, the claim
+// is not looked up again for the pod.
+func (s *setup) claim(name string, src *corev1.PersistentVolumeClaimVolumeSource, check func(*corev1.PersistentVolumeClaim) error) (podconfig.Volume, error) {
 	if v, ok := s.ps.claims[name]; ok {
 		return v, nil
 	}
@@ -27,6 +40,11 @@ func (s *setup) claim(name string, src *corev1.PersistentVolumeClaimVolumeSource
 	pvc, err := s.m.client.CoreV1().PersistentVolumeClaims(ns).Get(s.ctx, src.ClaimName, metav1.GetOptions{})
 	if err != nil {
 		return podconfig.Volume{}, wrap(fmt.Errorf("failed to fetch PVC from API server: %w", err))
+	}
+	if check != nil {
+		if err := check(pvc); err != nil {
+			return podconfig.Volume{}, err
+		}
 	}
 	switch {
 	case pvc.DeletionTimestamp != nil && !slices.Contains(pvc.Finalizers, volumeprotection.ClaimFinalizer):
@@ -58,6 +76,11 @@ func (s *setup) claim(name string, src *corev1.PersistentVolumeClaimVolumeSource
 		v.HostPath = pv.Spec.HostPath.Path
 	case pv.Spec.Local != nil:
 		path := pv.Spec.Local.Path
+		if pv.Annotations[volume.AnnDynamicallyProvisioned] == localpath.Provisioner {
+			if err := localpath.Ensure(pv); err != nil {
+				return podconfig.Volume{}, err
+			}
+		}
 		if _, err := fileType(path); err != nil {
 			return podconfig.Volume{}, fmt.Errorf("local volume %s: %w", pv.Name, err)
 		}

@@ -2,6 +2,7 @@ package volumes
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"orch/internal/kubelet/podconfig"
+	"orch/internal/localpath"
 )
 
 func boundClaim(name, pv string) *corev1.PersistentVolumeClaim {
@@ -76,6 +78,34 @@ func TestPersistentVolumeClaims(t *testing.T) {
 	}
 }
 
+// TestEphemeralLocalPathClaim: a generic ephemeral volume is the claim
+// POD-VOLUME made for the pod; a local-path volume's directory is made on
+// first use, writable by anyone; a claim of that name the pod does not own
+// is refused.
+func TestEphemeralLocalPathClaim(t *testing.T) {
+	requireRoot(t)
+	dir := filepath.Join(t.TempDir(), "storage", "pvc-1_default_p-scratch")
+	owned := boundClaim("p-scratch", "pvc-1")
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "uid-1", Controller: ptr(true)}}
+	pv := boundPV("pvc-1", "p-scratch", corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: dir}})
+	pv.Annotations = map[string]string{"pv.kubernetes.io/provisioned-by": localpath.Provisioner}
+	m, _, _ := newManager(t, owned, pv, boundClaim("p-foreign", "pvc-2"))
+	ephemeral := func(name string) corev1.Volume {
+		return vol(name, corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{}}})
+	}
+	vols := mustSetup(t, m, testPod(ephemeral("scratch")))
+	if got := vols["scratch"]; got.HostPath != dir || got.ReadOnly {
+		t.Errorf("ephemeral volume = %+v, want %s read-write", got, dir)
+	}
+	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o777 || !st.IsDir() {
+		t.Errorf("local-path directory: %v, %v; want a directory of mode 0777", st, err)
+	}
+	err := setupError(t, m, testPod(ephemeral("foreign")))
+	if want := `MountVolume.SetUp failed for volume "foreign" : PVC default/p-foreign was not created for pod default/p (pod is not owner)`; err.Error() != want {
+		t.Errorf("error = %q\nwant    %q", err, want)
+	}
+}
+
 func TestPersistentVolumeClaimErrors(t *testing.T) {
 	pending := boundClaim("pending", "")
 	pending.Status.Phase = corev1.ClaimPending
@@ -126,7 +156,6 @@ func TestUnsupportedVolumes(t *testing.T) {
 	pod := testPod(
 		vol("nfs", corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Server: "s", Path: "/"}}),
 		vol("csi", corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "d"}}),
-		vol("eph", corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}),
 		vol("img", corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: "busybox"}}),
 		vol("iscsi", corev1.VolumeSource{ISCSI: &corev1.ISCSIVolumeSource{}}),
 		vol("huge", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumHugePagesPrefix + "2Mi"}}),
@@ -150,7 +179,6 @@ func TestUnsupportedVolumes(t *testing.T) {
 	want := []string{
 		`MountVolume.SetUp failed for volume "nfs" : nfs volumes are not supported by orch`,
 		`MountVolume.SetUp failed for volume "csi" : csi volumes are not supported by orch`,
-		`MountVolume.SetUp failed for volume "eph" : ephemeral volumes are not supported by orch`,
 		`MountVolume.SetUp failed for volume "img" : image volumes are not supported by orch`,
 		`MountVolume.SetUp failed for volume "iscsi" : iscsi volumes are not supported by orch`,
 		`MountVolume.SetUp failed for volume "huge" : emptyDir volumes of medium HugePages-2Mi are not supported by orch`,
