@@ -14,7 +14,7 @@ set -euo pipefail
 # `kubectl exec -it` a terminal in the end-to-end tests. qemu-user-static
 # runs the arm64 pause program, runc and orch in their tests; file tells
 # their architecture; curl is what install.sh downloads with in its test.
-packages=(ca-certificates curl iproute2 gcc libc6-dev pkg-config libseccomp-dev iptables nftables conntrack busybox-static
+packages=(ca-certificates curl iproute2 gcc libc6-dev pkg-config libseccomp-dev iptables nftables conntrack busybox-static openssl
 	util-linux bsdutils qemu-user-static file)
 foreign=()
 if [ "${1:-}" = --release ]; then
