@@ -82,4 +82,3 @@ func (s *Server) allowedForSigner(ctx context.Context, user authz.User, verb, si
 	attrs.Name = domain + "/*"
 	return s.allowed(ctx, attrs)
 }
-
