@@ -9,7 +9,8 @@ import (
 
 // NewDefault returns a Framework with upstream's default plugins: filters
 // in upstream's order (NodeName, NodeUnschedulable, TaintToleration,
-// NodeAffinity, NodePorts, NodeResourcesFit, VolumeBinding,
+// NodeAffinity, NodePorts, NodeResourcesFit, VolumeRestrictions (its
+// PreFilter), VolumeBinding,
 // PodTopologySpread, InterPodAffinity) and scores with upstream's weights
 // (TaintToleration 3, NodeAffinity 2, NodeResourcesFit 1,
 // PodTopologySpread 2, InterPodAffinity 2, BalancedAllocation 1,
@@ -26,7 +27,7 @@ func NewDefault() *fw.Framework {
 		images   ImageLocality
 	)
 	return &fw.Framework{
-		PreFilters: []fw.PreFilterPlugin{affinity, volumes, spread, interpod},
+		PreFilters: []fw.PreFilterPlugin{affinity, VolumeRestrictions{}, volumes, spread, interpod},
 		Filters:    []fw.FilterPlugin{NodeName{}, NodeUnschedulable{}, taint, affinity, NodePorts{}, fit, volumes, spread, interpod},
 		PreScores:  []fw.PreScorePlugin{affinity, spread, interpod, balanced, images},
 		Scores: []fw.WeightedScore{

@@ -112,3 +112,28 @@ func TestVolumeBinding(t *testing.T) {
 		}
 	}
 }
+
+func TestVolumeRestrictions(t *testing.T) {
+	nodes := []*v1.Node{st.Node("n1").Obj(), st.Node("n2").Obj()}
+	once := claim("once", "local-path", "pv-1")
+	once.Spec.AccessModes = []v1.PersistentVolumeAccessMode{v1.ReadWriteOncePod}
+	vols := &fakeVolumes{pvcs: map[string]*v1.PersistentVolumeClaim{"once": once, "shared": claim("shared", "local-path", "pv-2")}}
+	for _, tc := range []struct {
+		name    string
+		running []*v1.Pod
+		pod     *v1.Pod
+		want    string
+	}{
+		{"ReadWriteOncePod claim unused", nil, st.Pod("p").PVC("once").Obj(), "ok"},
+		{"ReadWriteOncePod claim in use", []*v1.Pod{st.Pod("q").PVC("once").Node("n2").Obj()}, st.Pod("p").PVC("once").Obj(), "unresolvable: " + ErrReadWriteOncePodConflict},
+		{"ReadWriteOnce claim in use", []*v1.Pod{st.Pod("q").PVC("shared").Node("n2").Obj()}, st.Pod("p").PVC("shared").Obj(), "ok"},
+		{"the same claim name in another namespace", []*v1.Pod{st.Pod("q").Namespace("other").PVC("once").Node("n2").Obj()}, st.Pod("p").PVC("once").Obj(), "ok"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			snap := fw.NewSnapshot(nodes, tc.running)
+			snap.Volumes = vols
+			statuses, _ := only(VolumeRestrictions{}).Evaluate(tc.pod, snap)
+			check(t, verdicts(statuses, nodes), map[string]string{"n1": tc.want, "n2": tc.want})
+		})
+	}
+}
