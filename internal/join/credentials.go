@@ -161,6 +161,14 @@ func (c *Credentials) Servers() *Servers { return c.servers }
 // presents the current client certificate, and a renewal closes the open
 // connections so the server sees the new one (as upstream's kubelet does).
 func (c *Credentials) RESTConfig() *rest.Config {
+	return c.viaThrough(c.nodeRESTConfig())
+}
+
+// nodeRESTConfig is RESTConfig without Through: its requests go to the
+// servers themselves, never answered by the agent's local store (the
+// Renewer's CertificateSigningRequest needs the server's answers, and the
+// store has nothing to keep of it).
+func (c *Credentials) nodeRESTConfig() *rest.Config {
 	return c.restConfig(c.ClientTLSConfig(), "orch-agent/"+c.NodeName)
 }
 
@@ -171,7 +179,15 @@ func (c *Credentials) RESTConfig() *rest.Config {
 // certificate switches to it.
 func (c *Credentials) RESTConfigFor(user string) *rest.Config {
 	tlsConfig := c.clientTLSConfig(func() *tls.Certificate { return c.clientCertificateFor(user) })
-	return c.restConfig(tlsConfig, "orch-agent/"+c.NodeName+" ("+user+")")
+	return c.viaThrough(c.restConfig(tlsConfig, "orch-agent/"+c.NodeName+" ("+user+")"))
+}
+
+// viaThrough is cfg changed as Through asked.
+func (c *Credentials) viaThrough(cfg *rest.Config) *rest.Config {
+	if c.through != nil {
+		return c.through(cfg)
+	}
+	return cfg
 }
 
 func (c *Credentials) restConfig(tlsConfig *tls.Config, userAgent string) *rest.Config {
@@ -185,11 +201,7 @@ func (c *Credentials) restConfig(tlsConfig *tls.Config, userAgent string) *rest.
 	// QPS and Burst are upstream's kubelet defaults (--kube-api-qps 50,
 	// --kube-api-burst 100): client-go's own 5/10 throttles a node that
 	// starts many pods at once.
-	cfg := &rest.Config{Host: c.Server, Transport: refusedTransport{next: transport, refused: c.refused}, UserAgent: userAgent, QPS: 50, Burst: 100}
-	if c.through != nil {
-		cfg = c.through(cfg)
-	}
-	return cfg
+	return &rest.Config{Host: c.Server, Transport: refusedTransport{next: transport, refused: c.refused}, UserAgent: userAgent, QPS: 50, Burst: 100}
 }
 
 // set replaces the certificates and closes the connections made with the
@@ -199,6 +211,19 @@ func (c *Credentials) set(live *liveCerts, issued *issuedCerts) {
 	c.live, c.issued = live, issued
 	c.mu.Unlock()
 	c.dialer.CloseAll()
+}
+
+// withClient is the current certificates with the node's client
+// certificate replaced by cert (for key, certPEM its PEM): what a renewal
+// of that one alone makes current (the Renewer's CertificateSigningRequest).
+func (c *Credentials) withClient(cert tls.Certificate, certPEM []byte, key keyPair) (*liveCerts, *issuedCerts) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	live, issued := *c.live, *c.issued
+	live.components, issued.components = maps.Clone(live.components), maps.Clone(issued.components)
+	live.client = cert
+	issued.clientCertPEM, issued.clientKey = certPEM, key
+	return &live, &issued
 }
 
 // writeKubeconfig writes data-dir/agent/kubelet.kubeconfig (mode 0600) with
@@ -223,17 +248,26 @@ func (c *Credentials) renewAt() time.Time {
 	if !c.issued.componentsKnown {
 		return time.Time{}
 	}
-	at := func(cert *x509.Certificate) time.Time {
-		life := cert.NotAfter.Sub(cert.NotBefore)
-		return cert.NotBefore.Add(life * 2 / 3)
-	}
-	due := at(c.live.client.Leaf)
+	due := dueAt(c.live.client.Leaf)
 	for _, cert := range append([]*tls.Certificate{&c.live.serving}, slices.Collect(maps.Values(c.live.components))...) {
-		if t := at(cert.Leaf); t.Before(due) {
+		if t := dueAt(cert.Leaf); t.Before(due) {
 			due = t
 		}
 	}
 	return due
+}
+
+// clientRenewAt is when the node's client certificate alone is due.
+func (c *Credentials) clientRenewAt() time.Time {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return dueAt(c.live.client.Leaf)
+}
+
+// dueAt is when a third of cert's life remains.
+func dueAt(cert *x509.Certificate) time.Time {
+	life := cert.NotAfter.Sub(cert.NotBefore)
+	return cert.NotBefore.Add(life * 2 / 3)
 }
 
 // componentIdentities is which component users have a certificate now.

@@ -24,6 +24,10 @@ var (
 	// ErrRejected means the server refused the request for another reason
 	// (an invalid node name, hostname or IP); its message says which.
 	ErrRejected = errors.New("the server refused the node certificates request")
+	// ErrCSRRefused means a CertificateSigningRequest the Renewer made for
+	// the node's client certificate was denied, or failed; the error names
+	// the condition's reason and message.
+	ErrCSRRefused = errors.New("the node's CertificateSigningRequest was not granted")
 	// ErrUnreachable means the server could not be reached or answered
 	// with a temporary error; Join retries it while its context lives.
 	ErrUnreachable = errors.New("cannot reach the orch server")

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"orch/internal/fsutil"
 	"orch/internal/pki"
@@ -148,8 +149,14 @@ func (p paths) store(caPEM []byte, issued *issuedCerts) error {
 	}
 	files := append([]file{{p.ca, caPEM, 0o644}}, keys...)
 	files = append(files, certs...)
-	// The list last: it names only files that are in place.
-	files = append(files, file{p.cluster, cluster, 0o644}, file{p.components, []byte(list), 0o644})
+	files = append(files, file{p.cluster, cluster, 0o644})
+	if issued.componentsKnown {
+		// The list last: it names only files that are in place. Without
+		// one (certificates an agent of an older version stored, whose
+		// client certificate alone was renewed), the next start still
+		// asks the server for the components at once.
+		files = append(files, file{p.components, []byte(list), 0o644})
+	}
 	for _, f := range files {
 		if err := fsutil.WriteFileAtomic(f.path, f.data, f.mode); err != nil {
 			return fmt.Errorf("orch agent: store the node certificates: %w", err)
@@ -259,20 +266,7 @@ func checkIssued(c checked, caPEM []byte, issued *issuedCerts) (*liveCerts, erro
 	}
 	now := c.Clock.Now()
 	check := func(what string, certPEM []byte, key keyPair, usage x509.ExtKeyUsage, user string, groups []string) (tls.Certificate, error) {
-		cert, err := pki.ParseCertificatePEM(certPEM)
-		if err != nil {
-			return tls.Certificate{}, fmt.Errorf("%s certificate: %w", what, err)
-		}
-		if !pki.KeyMatches(key.signer, cert) {
-			return tls.Certificate{}, fmt.Errorf("%s certificate is not for its key", what)
-		}
-		if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
-			return tls.Certificate{}, fmt.Errorf("%s certificate: %w", what, err)
-		}
-		if cert.Subject.CommonName != user || !slices.Equal(cert.Subject.Organization, groups) {
-			return tls.Certificate{}, fmt.Errorf("%s certificate is for %q in %v, not %q in %v", what, cert.Subject.CommonName, cert.Subject.Organization, user, groups)
-		}
-		return tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key.signer, Leaf: cert}, nil
+		return checkCert(pool, now, what, certPEM, key, usage, user, groups)
 	}
 	live := &liveCerts{components: map[string]*tls.Certificate{}}
 	node := NodeUser(c.NodeName)
@@ -297,6 +291,36 @@ func checkIssued(c checked, caPEM []byte, issued *issuedCerts) (*liveCerts, erro
 		live.components[user] = &cert
 	}
 	return live, nil
+}
+
+// checkClient checks the node's client certificate alone, as
+// checkIssued does: for key, signed by the CA for client auth, valid now,
+// CN=system:node:NAME and O=system:nodes.
+func checkClient(c checked, caPEM, certPEM []byte, key keyPair) (tls.Certificate, error) {
+	pool, err := pki.CAPoolFromPEM(caPEM)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return checkCert(pool, c.Clock.Now(), "client", certPEM, key, x509.ExtKeyUsageClientAuth, NodeUser(c.NodeName), []string{NodesGroup})
+}
+
+// checkCert checks that certPEM is for key, signed by pool's CA for usage,
+// valid at now, and for user in exactly groups.
+func checkCert(pool *x509.CertPool, now time.Time, what string, certPEM []byte, key keyPair, usage x509.ExtKeyUsage, user string, groups []string) (tls.Certificate, error) {
+	cert, err := pki.ParseCertificatePEM(certPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("%s certificate: %w", what, err)
+	}
+	if !pki.KeyMatches(key.signer, cert) {
+		return tls.Certificate{}, fmt.Errorf("%s certificate is not for its key", what)
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
+		return tls.Certificate{}, fmt.Errorf("%s certificate: %w", what, err)
+	}
+	if cert.Subject.CommonName != user || !slices.Equal(cert.Subject.Organization, groups) {
+		return tls.Certificate{}, fmt.Errorf("%s certificate is for %q in %v, not %q in %v", what, cert.Subject.CommonName, cert.Subject.Organization, user, groups)
+	}
+	return tls.Certificate{Certificate: [][]byte{cert.Raw}, PrivateKey: key.signer, Leaf: cert}, nil
 }
 
 func sameStrings(a, b []string) bool {

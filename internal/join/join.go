@@ -16,7 +16,11 @@
 //
 // A Renewer renews all of them when a third of their life remains,
 // without a restart: Credentials hands the current ones to TLS through
-// callbacks (GetClientCertificate, GetCertificate).
+// callbacks (GetClientCertificate, GetCertificate). When the join endpoint
+// refuses for good (a changed token), it renews the kubelet client
+// certificate alone through a CertificateSigningRequest, as upstream's
+// kubelet does; the serving and component certificates are renewed only
+// through the join endpoint.
 //
 // A token may also be a bare passphrase (no K10 part): the agent then
 // trusts the CA /cacerts gives on first use, with a warning naming its hash,

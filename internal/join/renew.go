@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	csrclient "k8s.io/client-go/kubernetes/typed/certificates/v1"
 )
 
 // Renewer renews a node's certificates when a third of their life remains,
@@ -14,10 +16,22 @@ import (
 // against the CA the node already trusts), stores the new files, rewrites
 // the kubeconfig and swaps the certificates in the Credentials, so nothing
 // has to restart.
+//
+// When the join endpoint refuses for good (an error retrying does not fix:
+// the join token was changed, or refused) while the node's client
+// certificate is due, the Renewer renews that one alone through a
+// CertificateSigningRequest, as the node, with the client certificate it
+// still has (see renewClientByCSR), as upstream's kubelet rotates it. The
+// serving and component certificates are renewed only through the join
+// endpoint: they are kept as they are, and the join endpoint is asked
+// again every permanentRetry until it gives them (or they expire).
 type Renewer struct {
 	cfg   checked
 	creds *Credentials
 	log   *slog.Logger
+	// csrs is the CertificateSigningRequests API as the node (nodeCSRs;
+	// tests give a fake).
+	csrs func() (csrclient.CertificateSigningRequestInterface, error)
 }
 
 // NewRenewer returns a Renewer for creds, which Join returned for cfg.
@@ -26,7 +40,9 @@ func NewRenewer(cfg Config, creds *Credentials) (*Renewer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Renewer{cfg: c, creds: creds, log: c.Log.With("component", "node-certificates", "node", c.NodeName)}, nil
+	r := &Renewer{cfg: c, creds: creds, log: c.Log.With("component", "node-certificates", "node", c.NodeName)}
+	r.csrs = r.nodeCSRs
+	return r, nil
 }
 
 // permanentRetry is how long the Renewer waits after a failure that
@@ -63,7 +79,21 @@ func (r *Renewer) Start(ctx context.Context) error {
 			lastRefused = clk.Now()
 			r.log.Warn("the apiserver no longer accepts the node certificates (was the Node deleted?); asking for new ones")
 		}
-		err := r.renew(ctx)
+		byCSR, err := r.renewDue(ctx)
+		if err == nil && byCSR {
+			delay = r.cfg.initialBackoff
+			if !r.creds.renewAt().After(clk.Now()) {
+				// The serving or a component certificate is still due:
+				// the join endpoint, which refused a moment ago, is
+				// asked again later.
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-clk.After(permanentRetry):
+				}
+			}
+			continue
+		}
 		if err == nil {
 			delay = r.cfg.initialBackoff
 			cert := r.creds.ClientCertificate().Leaf
@@ -103,6 +133,26 @@ func (r *Renewer) Start(ctx context.Context) error {
 	}
 }
 
+// renewDue renews the certificates through the join endpoint (renew), or,
+// when it refuses for good and the node's client certificate is due, that
+// one alone through a CertificateSigningRequest (byCSR). err is the join
+// endpoint's, with the CertificateSigningRequest's when that failed too.
+func (r *Renewer) renewDue(ctx context.Context) (byCSR bool, err error) {
+	err = r.renew(ctx)
+	if err == nil || ctx.Err() != nil || retriable(err) || r.creds.clientRenewAt().After(r.cfg.Clock.Now()) {
+		return false, err
+	}
+	name, csrErr := r.renewClientByCSR(ctx)
+	if csrErr != nil {
+		return false, fmt.Errorf("%w; renewing the client certificate through a CertificateSigningRequest failed too: %v", err, csrErr)
+	}
+	r.log.Warn(fmt.Sprintf("renewed the node's client certificate through a CertificateSigningRequest (the join endpoint refused: %v); "+
+		"the serving and component certificates are renewed only through the join endpoint and are kept as they are", err),
+		"csr", name, "expires", r.creds.ClientCertificate().Leaf.NotAfter.UTC().Format(time.RFC3339),
+		"serving-expires", r.creds.ServingCertificate().Leaf.NotAfter.UTC().Format(time.RFC3339))
+	return true, nil
+}
+
 // renew gets new certificates for new keys and makes them current.
 func (r *Renewer) renew(ctx context.Context) error {
 	password, err := r.cfg.paths.nodePassword()
@@ -131,16 +181,10 @@ func (r *Renewer) renew(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("orch agent: renewed certificates do not fit: %w", err)
 	}
-	if err := r.cfg.paths.store(r.creds.CAPEM, issued); err != nil {
-		return err
-	}
-	// The kubeconfig first: whoever sees the new certificates finds them
-	// in the files too.
-	if err := r.creds.writeKubeconfigFor(issued); err != nil {
-		return err
-	}
 	had := r.creds.componentIdentities()
-	r.creds.set(live, issued)
+	if err := r.install(live, issued); err != nil {
+		return err
+	}
 	for _, user := range ComponentUsers() {
 		switch _, has := live.components[user]; {
 		case has && !had[user]:
@@ -149,5 +193,20 @@ func (r *Renewer) renew(ctx context.Context) error {
 			r.log.Warn("the server issued no certificate for the component this time (a server of an older version?): it acts as the node until it does", "user", user)
 		}
 	}
+	return nil
+}
+
+// install stores checked certificates, rewrites the kubeconfig and makes
+// them current.
+func (r *Renewer) install(live *liveCerts, issued *issuedCerts) error {
+	if err := r.cfg.paths.store(r.creds.CAPEM, issued); err != nil {
+		return err
+	}
+	// The kubeconfig first: whoever sees the new certificates finds them
+	// in the files too.
+	if err := r.creds.writeKubeconfigFor(issued); err != nil {
+		return err
+	}
+	r.creds.set(live, issued)
 	return nil
 }

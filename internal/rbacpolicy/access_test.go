@@ -2,6 +2,7 @@ package rbacpolicy_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -221,6 +222,12 @@ func TestIdentitiesMayDoWhatTheirCodeDoes(t *testing.T) {
 		{"apiserver to kubelets", rbacpolicy.KubeletClientUser, "", []rbacv1.PolicyRule{
 			do("", v("get", "create"), "nodes/proxy", "nodes/log", "nodes/stats", "nodes/metrics"),
 		}},
+		// internal/join's Renewer: a node renewing its own client
+		// certificate through a CertificateSigningRequest, which the
+		// certificates controller approves after this access review.
+		{"node renewing its client certificate", "system:node:n1", "", []rbacv1.PolicyRule{
+			do("certificates.k8s.io", v("create"), "certificatesigningrequests/selfnodeclient"),
+		}},
 		{"any authenticated user: discovery and self reviews", "someone", "", []rbacv1.PolicyRule{
 			{Verbs: v("get"), NonResourceURLs: []string{"/api", "/apis/apps/v1", "/version", "/healthz"}},
 			do("authorization.k8s.io", v("create"), "selfsubjectaccessreviews", "selfsubjectrulesreviews"),
@@ -228,7 +235,7 @@ func TestIdentitiesMayDoWhatTheirCodeDoes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if ok, missing := validation.Covers(rulesOf(tt.user, authenticated, tt.namespace), tt.rules); !ok {
+			if ok, missing := validation.Covers(rulesOf(tt.user, groupsOf(tt.user, authenticated), tt.namespace), tt.rules); !ok {
 				t.Errorf("%s may not: %v", tt.user, missing)
 			}
 		})
@@ -257,10 +264,12 @@ func TestIdentitiesGetNoMoreThanTheirs(t *testing.T) {
 		{"controller manager holding another lease", rbacpolicy.ControllerManagerUser, "default",
 			do("coordination.k8s.io", v("update"), "leases")},
 		{"anonymous discovery", "system:anonymous", "", rbacv1.PolicyRule{Verbs: v("get"), NonResourceURLs: []string{"/api"}}},
+		{"node having another node's client certificate approved", "system:node:n1", "",
+			do("certificates.k8s.io", v("create"), "certificatesigningrequests/nodeclient")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			groups := []string{"system:authenticated"}
+			groups := groupsOf(tt.user, []string{"system:authenticated"})
 			if tt.user == "system:anonymous" {
 				groups = []string{"system:unauthenticated"}
 			}
@@ -269,4 +278,13 @@ func TestIdentitiesGetNoMoreThanTheirs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// groupsOf is groups, and system:nodes for a node's user
+// (system:node:NAME), as the apiserver authenticates a kubelet.
+func groupsOf(user string, groups []string) []string {
+	if strings.HasPrefix(user, "system:node:") {
+		return append(slices.Clone(groups), "system:nodes")
+	}
+	return groups
 }

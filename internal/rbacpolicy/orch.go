@@ -13,6 +13,10 @@ const orchLeaderLocking = "system::leader-locking-orch-controller-manager"
 // that lets nodes read the default/kubernetes Endpoints.
 const apiserverEndpoints = "system:orch:apiserver-endpoints"
 
+// nodeClientRenewal is the ClusterRoleBinding that lets nodes have the
+// renewal of their own client certificate approved automatically.
+const nodeClientRenewal = "system:orch:node-client-certificate-renewal"
+
 // orchClusterRoles are the ClusterRoles of orch's own identities.
 func orchClusterRoles() []rbacv1.ClusterRole {
 	return []rbacv1.ClusterRole{
@@ -63,6 +67,14 @@ func orchClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		namedClusterBinding(ManifestsUser, "cluster-admin", users(ManifestsUser)),
 		// logs, exec, port-forward and metrics through the apiserver.
 		namedClusterBinding(KubeletClientUser, "system:kubelet-api-admin", users(KubeletClientUser)),
+		// An agent whose join token the server no longer accepts renews
+		// its kubelet client certificate through a
+		// CertificateSigningRequest, as the node (internal/join's
+		// Renewer); the certificates controller approves a node's request
+		// for itself only when its requester may create
+		// certificatesigningrequests/selfnodeclient. Upstream binds the
+		// role to no one; kubeadm binds it to system:nodes, as here.
+		namedClusterBinding(nodeClientRenewal, "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", groups(nodesGroup)),
 	}
 }
 
