@@ -112,6 +112,22 @@ func TestBinding(t *testing.T) {
 		}
 	})
 
+	t.Run("default class given retroactively", func(t *testing.T) {
+		// No default class yet: the claim keeps a nil class.
+		createClaim(t, client, "classless", "500Gi", nil, "") // larger than every volume
+		waitEvent(t, client, "classless", "FailedBinding", "no persistent volumes available for this claim and no storage class is set")
+		if _, err := client.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "default",
+			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}}, Provisioner: "example.com/none"}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitClaim(t, client, "classless", func(c *corev1.PersistentVolumeClaim) bool {
+			return c.Spec.StorageClassName != nil && *c.Spec.StorageClassName == "default"
+		})
+		if err := client.StorageV1().StorageClasses().Delete(ctx, "default", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("reclaim policies", func(t *testing.T) {
 		createVolume(t, client, "pv-keep", "7Gi", "keep", corev1.PersistentVolumeReclaimRetain)
 		createVolume(t, client, "pv-drop", "7Gi", "drop", corev1.PersistentVolumeReclaimDelete)

@@ -89,6 +89,12 @@ func validateUpdate(pvc, old *corev1.PersistentVolumeClaim) field.ErrorList {
 		oldSpec.VolumeName = newSpec.VolumeName // the binder sets it once
 	}
 	oldSpec.VolumeAttributesClassName = newSpec.VolumeAttributesClassName
+	// A claim without a class may get one once (the binder gives it the
+	// default class retroactively), or the class its beta annotation names.
+	if oldAnn, had := old.Annotations[betaStorageClassAnnotation]; oldSpec.StorageClassName == nil && newSpec.StorageClassName != nil &&
+		(!had || *newSpec.StorageClassName == oldAnn) {
+		oldSpec.StorageClassName = newSpec.StorageClassName
+	}
 	if pvc.Status.Phase == corev1.ClaimBound && newSpec.Resources.Requests != nil {
 		if size, ok := oldSpec.Resources.Requests[corev1.ResourceStorage]; ok {
 			newSpec.Resources.Requests[corev1.ResourceStorage] = size

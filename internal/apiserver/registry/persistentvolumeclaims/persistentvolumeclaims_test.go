@@ -53,6 +53,20 @@ func TestValidateUpdate(t *testing.T) {
 		pvc.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}
 		return pvc
 	}
+	// classless is a claim of class (nil when "").
+	classless := func(class string) *corev1.PersistentVolumeClaim {
+		pvc := newClaim("1Gi")
+		pvc.Spec.StorageClassName = nil
+		if class != "" {
+			pvc.Spec.StorageClassName = &class
+		}
+		return pvc
+	}
+	annotated := func(annotation, class string) *corev1.PersistentVolumeClaim {
+		pvc := classless(class)
+		pvc.Annotations = map[string]string{"volume.beta.kubernetes.io/storage-class": annotation}
+		return pvc
+	}
 	cases := []struct {
 		name     string
 		old, new *corev1.PersistentVolumeClaim
@@ -62,6 +76,10 @@ func TestValidateUpdate(t *testing.T) {
 		{"grow bound", bound("1Gi"), bound("2Gi"), nil},
 		{"shrink below capacity", bound("2Gi"), bound("1Gi"), []string{"spec.resources.requests.storage"}},
 		{"grow unbound", newClaim("1Gi"), newClaim("2Gi"), []string{"spec"}},
+		{"class given to a claim without one", classless(""), classless("late"), nil},
+		{"class changed", classless("early"), classless("late"), []string{"spec"}},
+		{"class given, as the beta annotation says", annotated("fast", ""), annotated("fast", "fast"), nil},
+		{"class given, not the beta annotation's", annotated("fast", ""), annotated("fast", "slow"), []string{"spec"}},
 		{"change access modes", newClaim("1Gi"), func() *corev1.PersistentVolumeClaim {
 			c := newClaim("1Gi")
 			c.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}
