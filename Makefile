@@ -88,6 +88,8 @@ bench: build
 	$(GO) test -run '^$$' -bench PeerChange -count 3 ./internal/netpol/
 	$(GO) test -run '^$$' -bench Requests -benchtime 20000x -count 5 ./internal/ingress/
 	$(GO) test -run '^$$' -bench Query -benchtime 3s -count 3 ./internal/dns/
+	$(GO) test -run '^$$' -bench Provision -benchtime 50x -count 5 ./internal/controller/localpath/
+	$(GO) test -run '^$$' -bench UtilizationReplicas -count 3 ./internal/controller/podautoscaler/
 
 # make conformance: upstream's conformance suite (e2e.test at the version of
 # k8s.io/api, built once into /var/cache/orch-conformance) against a fresh

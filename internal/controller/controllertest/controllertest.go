@@ -18,7 +18,7 @@ type Env struct {
 // New starts an apiserver and creates the given namespaces (envtest.New),
 // and returns a Context whose events are really written. Call Start after
 // building the controllers (they register informers first).
-func New(t *testing.T, namespaces ...string) *Env {
+func New(t testing.TB, namespaces ...string) *Env {
 	t.Helper()
 	e := envtest.New(t, namespaces...)
 	return &Env{Env: e, Context: controller.Context{

@@ -137,7 +137,7 @@ func TestLifecycle(t *testing.T) {
 	})
 }
 
-func createClass(t *testing.T, client kubernetes.Interface, name string, policy corev1.PersistentVolumeReclaimPolicy, mode storagev1.VolumeBindingMode, expand bool) {
+func createClass(t testing.TB, client kubernetes.Interface, name string, policy corev1.PersistentVolumeReclaimPolicy, mode storagev1.VolumeBindingMode, expand bool) {
 	t.Helper()
 	_, err := client.StorageV1().StorageClasses().Create(t.Context(), &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Provisioner: shared.Provisioner, ReclaimPolicy: &policy, VolumeBindingMode: &mode, AllowVolumeExpansion: &expand}, metav1.CreateOptions{})
@@ -148,7 +148,7 @@ func createClass(t *testing.T, client kubernetes.Interface, name string, policy 
 
 // createClaim makes a 1Gi claim of class; node, when set, is what the
 // scheduler writes once it has picked the claim's pod's node.
-func createClaim(t *testing.T, client kubernetes.Interface, name, class, node string) *corev1.PersistentVolumeClaim {
+func createClaim(t testing.TB, client kubernetes.Interface, name, class, node string) *corev1.PersistentVolumeClaim {
 	t.Helper()
 	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PersistentVolumeClaimSpec{
 		StorageClassName: ptr.To(class),
