@@ -77,8 +77,9 @@ check:
 # make bench: start bin/orch afresh and print start time, API throughput and
 # latency, and memory, and the cost of authorization (an RBAC user against
 # the admin, interleaved on one server); then pod start-up, a fresh node to its first pod, the
-# Service proxy's sync times and
-# the cluster DNS's queries per second (docs/benchmarks.md). With KUBE_APISERVER_BIN and ETCD_BIN
+# Service proxy's sync times, the cluster DNS's queries per second, a claim
+# to its local-path volume and an autoscaler's replica calculation
+# (docs/benchmarks.md). With KUBE_APISERVER_BIN and ETCD_BIN
 # set (internal/e2e/bench/build-peer.sh) upstream runs the same load alongside.
 bench: build
 	ORCH_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./internal/e2e/bench/...
