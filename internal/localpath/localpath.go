@@ -7,6 +7,16 @@
 // directory when a pod first uses the volume (Ensure). The agent's Cleaner
 // removes the directory of a Delete-policy volume once it is released, then
 // the PersistentVolume.
+//
+// A volume's size, its PersistentVolume's spec.capacity.storage, is
+// enforced where the filesystem of its directory has project quotas
+// enforced (ext4 with the quota and project features mounted with
+// prjquota; XFS mounted with prjquota): the directory gets a project of its
+// own, inherited by all that is made in it, whose hard block limit is the
+// size. Ensure sets it, and the Cleaner follows a volume that grows. On any
+// other filesystem the size is recorded only, which the agent logs once
+// per filesystem. The decisions are in quota.go, the system calls in
+// quota_linux.go.
 package localpath
 
 import (
@@ -63,21 +73,35 @@ func Dir(pv *corev1.PersistentVolume) (string, error) {
 }
 
 // Ensure makes pv's directory when it is missing (a pod's first use, or
-// after someone removed it), writable by any user.
-func Ensure(pv *corev1.PersistentVolume) error {
+// after someone removed it), writable by any user, and holds it to pv's
+// capacity where its filesystem enforces project quotas.
+func Ensure(pv *corev1.PersistentVolume) error { return ensure(pv, quotas) }
+
+func ensure(pv *corev1.PersistentVolume, q quotaSetter) error {
 	dir, err := Dir(pv)
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(dir); err == nil {
-		return nil
+	if _, err := os.Stat(dir); err != nil {
+		if err := os.MkdirAll(dir, dirMode); err != nil {
+			return fmt.Errorf("make the directory of volume %q: %w", pv.Name, err)
+		}
+		// MkdirAll's mode is cut by the umask.
+		if err := os.Chmod(dir, dirMode); err != nil {
+			return fmt.Errorf("make the directory of volume %q: %w", pv.Name, err)
+		}
 	}
-	if err := os.MkdirAll(dir, dirMode); err != nil {
-		return fmt.Errorf("make the directory of volume %q: %w", pv.Name, err)
-	}
-	// MkdirAll's mode is cut by the umask.
-	if err := os.Chmod(dir, dirMode); err != nil {
-		return fmt.Errorf("make the directory of volume %q: %w", pv.Name, err)
+	if _, err := q.setQuota(dir, capacity(pv)); err != nil {
+		return fmt.Errorf("hold volume %q to its capacity: %w", pv.Name, err)
 	}
 	return nil
+}
+
+// capacity is pv's spec.capacity.storage in bytes; 0 when it has none.
+func capacity(pv *corev1.PersistentVolume) int64 {
+	q, ok := pv.Spec.Capacity[corev1.ResourceStorage]
+	if !ok {
+		return 0
+	}
+	return max(q.Value(), 0)
 }

@@ -15,8 +15,8 @@ import (
 
 // expand grows a bound claim's local-path volume to what the claim asks
 // for (the apiserver lets a claim grow only when its class allows
-// expansion), then the claim's status. A directory has no size to change:
-// the size is recorded, as at provisioning, not enforced.
+// expansion), then the claim's status. The agent of the volume's node raises
+// its directory's project quota where the filesystem has one (internal/localpath).
 func (c *Controller) expand(ctx context.Context, claim *corev1.PersistentVolumeClaim) error {
 	pv, err := c.pvs.Get(claim.Spec.VolumeName)
 	if apierrors.IsNotFound(err) {

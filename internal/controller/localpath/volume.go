@@ -25,7 +25,8 @@ func VolumeName(claim *corev1.PersistentVolumeClaim) string { return "pvc-" + st
 
 // newVolume is the PersistentVolume for claim of class on node: a local
 // volume in a directory of its own below the class's path parameter or
-// root, of the claim's size (recorded, not enforced), with the node's
+// root, of the claim's size (a project quota on the node where its filesystem
+// has them, else only recorded), with the node's
 // affinity and the class's reclaim policy, pre-bound to the claim.
 func newVolume(claim *corev1.PersistentVolumeClaim, class *storagev1.StorageClass, node *corev1.Node, root string) (*corev1.PersistentVolume, error) {
 	unfit := func(format string, args ...any) error {

@@ -27,7 +27,8 @@ func (s *setup) ephemeralClaim(v *corev1.Volume) (podconfig.Volume, error) {
 // PersistentVolume's path: hostPath (type checked as for a hostPath
 // volume) and local volumes; other sources are not supported. A local
 // volume of orch's local-path provisioner gets its directory made on first
-// use. check (nil: none) vets the claim first. Once resolved, the claim
+// use, held to the volume's capacity where its filesystem enforces
+// project quotas (localpath.Ensure). check (nil: none) vets the claim first. Once resolved, the claim
 // is not looked up again for the pod.
 func (s *setup) claim(name string, src *corev1.PersistentVolumeClaimVolumeSource, check func(*corev1.PersistentVolumeClaim) error) (podconfig.Volume, error) {
 	if v, ok := s.ps.claims[name]; ok {
