@@ -1,7 +1,6 @@
 package localpath_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-helpers/storage/volume"
 	"k8s.io/utils/ptr"
@@ -47,8 +45,8 @@ func TestLifecycle(t *testing.T) {
 
 	t.Run("provision, expand, delete", func(t *testing.T) {
 		claim := createClaim(t, client, "data", "local-path", "n1")
-		claim = waitClaim(t, client, "data", func(c *corev1.PersistentVolumeClaim) bool { return c.Status.Phase == corev1.ClaimBound })
-		pv := waitVolume(t, client, claim.Spec.VolumeName, func(pv *corev1.PersistentVolume) bool { return pv.Status.Phase == corev1.VolumeBound })
+		claim = controllertest.WaitClaim(t, client, "app", "data", func(c *corev1.PersistentVolumeClaim) bool { return c.Status.Phase == corev1.ClaimBound })
+		pv := controllertest.WaitVolume(t, client, claim.Spec.VolumeName, func(pv *corev1.PersistentVolume) bool { return pv.Status.Phase == corev1.VolumeBound })
 		wantPath := filepath.Join(root, "pvc-"+string(claim.UID)+"_app_data")
 		if pv.Name != "pvc-"+string(claim.UID) || pv.Spec.Local == nil || pv.Spec.Local.Path != wantPath {
 			t.Fatalf("volume %s at %+v, want pvc-UID at %s", pv.Name, pv.Spec.Local, wantPath)
@@ -63,7 +61,7 @@ func TestLifecycle(t *testing.T) {
 			!strings.Contains(strings.Join(pv.Finalizers, ","), shared.Finalizer) {
 			t.Errorf("volume %+v", pv)
 		}
-		waitEvent(t, client, "data", "ProvisioningSucceeded", "Successfully provisioned volume "+pv.Name)
+		controllertest.WaitEvent(t, client, "app", "data", shared.Provisioner, "ProvisioningSucceeded", "Successfully provisioned volume "+pv.Name)
 		// The kubelet makes the directory when a pod first uses it.
 		if err := shared.Ensure(pv); err != nil {
 			t.Fatal(err)
@@ -76,11 +74,11 @@ func TestLifecycle(t *testing.T) {
 		envtest.Update(t, "data", claims.Get, claims.Update, func(c *corev1.PersistentVolumeClaim) {
 			c.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("3Gi")
 		})
-		waitVolume(t, client, pv.Name, func(pv *corev1.PersistentVolume) bool {
+		controllertest.WaitVolume(t, client, pv.Name, func(pv *corev1.PersistentVolume) bool {
 			q := pv.Spec.Capacity[corev1.ResourceStorage]
 			return q.Cmp(resource.MustParse("3Gi")) == 0
 		})
-		waitClaim(t, client, "data", func(c *corev1.PersistentVolumeClaim) bool {
+		controllertest.WaitClaim(t, client, "app", "data", func(c *corev1.PersistentVolumeClaim) bool {
 			q := c.Status.Capacity[corev1.ResourceStorage]
 			return q.Cmp(resource.MustParse("3Gi")) == 0
 		})
@@ -99,8 +97,8 @@ func TestLifecycle(t *testing.T) {
 
 	t.Run("retain keeps the directory", func(t *testing.T) {
 		claim := createClaim(t, client, "kept", "keep", "n1")
-		claim = waitClaim(t, client, "kept", func(c *corev1.PersistentVolumeClaim) bool { return c.Status.Phase == corev1.ClaimBound })
-		pv := waitVolume(t, client, claim.Spec.VolumeName, func(*corev1.PersistentVolume) bool { return true })
+		claim = controllertest.WaitClaim(t, client, "app", "kept", func(c *corev1.PersistentVolumeClaim) bool { return c.Status.Phase == corev1.ClaimBound })
+		pv := controllertest.WaitVolume(t, client, claim.Spec.VolumeName, func(*corev1.PersistentVolume) bool { return true })
 		if len(pv.Finalizers) != 1 || pv.Finalizers[0] != "kubernetes.io/pv-protection" {
 			t.Errorf("finalizers %v, want pv-protection only", pv.Finalizers)
 		}
@@ -110,7 +108,7 @@ func TestLifecycle(t *testing.T) {
 		if err := client.CoreV1().PersistentVolumeClaims("app").Delete(ctx, "kept", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitVolume(t, client, pv.Name, func(pv *corev1.PersistentVolume) bool { return pv.Status.Phase == corev1.VolumeReleased })
+		controllertest.WaitVolume(t, client, pv.Name, func(pv *corev1.PersistentVolume) bool { return pv.Status.Phase == corev1.VolumeReleased })
 		if _, err := os.Stat(pv.Spec.Local.Path); err != nil {
 			t.Errorf("a retained volume's directory: %v", err)
 		}
@@ -118,13 +116,13 @@ func TestLifecycle(t *testing.T) {
 
 	t.Run("immediate class refused", func(t *testing.T) {
 		createClaim(t, client, "early", "now", "")
-		waitEvent(t, client, "early", "ProvisioningFailed",
+		controllertest.WaitEvent(t, client, "app", "early", shared.Provisioner, "ProvisioningFailed",
 			`failed to provision volume with StorageClass "now": cannot provision a local-path volume: StorageClass "now" must have volumeBindingMode WaitForFirstConsumer, so that the volume is made on its pod's node`)
 	})
 
 	t.Run("growing needs an expandable class", func(t *testing.T) {
 		createClaim(t, client, "fixed", "keep", "n1")
-		waitClaim(t, client, "fixed", func(c *corev1.PersistentVolumeClaim) bool { return c.Status.Phase == corev1.ClaimBound })
+		controllertest.WaitClaim(t, client, "app", "fixed", func(c *corev1.PersistentVolumeClaim) bool { return c.Status.Phase == corev1.ClaimBound })
 		c, err := client.CoreV1().PersistentVolumeClaims("app").Get(ctx, "fixed", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -163,42 +161,4 @@ func createClaim(t testing.TB, client kubernetes.Interface, name, class, node st
 		t.Fatal(err)
 	}
 	return created
-}
-
-func waitClaim(t *testing.T, client kubernetes.Interface, name string, ok func(*corev1.PersistentVolumeClaim) bool) *corev1.PersistentVolumeClaim {
-	t.Helper()
-	var claim *corev1.PersistentVolumeClaim
-	envtest.EventuallyTrue(t, "claim "+name, func() bool {
-		var err error
-		claim, err = client.CoreV1().PersistentVolumeClaims("app").Get(t.Context(), name, metav1.GetOptions{})
-		return err == nil && ok(claim)
-	})
-	return claim
-}
-
-func waitVolume(t *testing.T, client kubernetes.Interface, name string, ok func(*corev1.PersistentVolume) bool) *corev1.PersistentVolume {
-	t.Helper()
-	var pv *corev1.PersistentVolume
-	envtest.EventuallyTrue(t, "volume "+name, func() bool {
-		var err error
-		pv, err = client.CoreV1().PersistentVolumes().Get(t.Context(), name, metav1.GetOptions{})
-		return err == nil && ok(pv)
-	})
-	return pv
-}
-
-func waitEvent(t *testing.T, client kubernetes.Interface, object, reason, message string) {
-	t.Helper()
-	envtest.EventuallyTrue(t, "event "+reason+" on "+object, func() bool {
-		list, err := client.CoreV1().Events("app").List(context.Background(), metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", object).String()})
-		if err != nil {
-			return false
-		}
-		for _, e := range list.Items {
-			if e.Reason == reason && e.Message == message && e.Source.Component == shared.Provisioner {
-				return true
-			}
-		}
-		return false
-	})
 }

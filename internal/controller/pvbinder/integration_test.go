@@ -1,7 +1,6 @@
 package pvbinder_test
 
 import (
-	"context"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-helpers/storage/volume"
 	"k8s.io/utils/ptr"
@@ -44,7 +42,7 @@ func TestBinding(t *testing.T) {
 			})
 		}
 		createClaim(t, client, "data", "2Gi", ptr.To(""), "")
-		claim := waitClaim(t, client, "data", func(c *corev1.PersistentVolumeClaim) bool { return c.Status.Phase == corev1.ClaimBound })
+		claim := controllertest.WaitClaim(t, client, "app", "data", func(c *corev1.PersistentVolumeClaim) bool { return c.Status.Phase == corev1.ClaimBound })
 		if claim.Spec.VolumeName != "pv-fit" {
 			t.Fatalf("claim bound to %q, want pv-fit", claim.Spec.VolumeName)
 		}
@@ -55,22 +53,22 @@ func TestBinding(t *testing.T) {
 		if claim.Annotations[volume.AnnBindCompleted] != "yes" || claim.Annotations[volume.AnnBoundByController] != "yes" {
 			t.Fatalf("claim annotations %v", claim.Annotations)
 		}
-		pv := waitVolume(t, client, "pv-fit", func(pv *corev1.PersistentVolume) bool { return pv.Status.Phase == corev1.VolumeBound })
+		pv := controllertest.WaitVolume(t, client, "pv-fit", func(pv *corev1.PersistentVolume) bool { return pv.Status.Phase == corev1.VolumeBound })
 		if ref := pv.Spec.ClaimRef; ref == nil || ref.Name != "data" || ref.Namespace != "app" || ref.UID != claim.UID {
 			t.Fatalf("volume claimRef %+v, want app/data with the claim's UID", ref)
 		}
 		if pv.Annotations[volume.AnnBoundByController] != "yes" {
 			t.Fatalf("volume annotations %v", pv.Annotations)
 		}
-		waitVolume(t, client, "pv-small", func(pv *corev1.PersistentVolume) bool {
+		controllertest.WaitVolume(t, client, "pv-small", func(pv *corev1.PersistentVolume) bool {
 			return pv.Status.Phase == corev1.VolumeAvailable && pv.Spec.ClaimRef == nil
 		})
 	})
 
 	t.Run("no volume and no class", func(t *testing.T) {
 		createClaim(t, client, "huge", "100Gi", ptr.To(""), "")
-		waitEvent(t, client, "huge", "FailedBinding", "no persistent volumes available for this claim and no storage class is set")
-		if c := waitClaim(t, client, "huge", func(*corev1.PersistentVolumeClaim) bool { return true }); c.Status.Phase != corev1.ClaimPending || c.Spec.VolumeName != "" {
+		controllertest.WaitEvent(t, client, "app", "huge", "persistentvolume-controller", "FailedBinding", "no persistent volumes available for this claim and no storage class is set")
+		if c := controllertest.WaitClaim(t, client, "app", "huge", func(*corev1.PersistentVolumeClaim) bool { return true }); c.Status.Phase != corev1.ClaimPending || c.Spec.VolumeName != "" {
 			t.Fatalf("claim %s %q, want Pending and unbound", c.Status.Phase, c.Spec.VolumeName)
 		}
 	})
@@ -78,7 +76,7 @@ func TestBinding(t *testing.T) {
 	t.Run("claim naming its volume", func(t *testing.T) {
 		createVolume(t, client, "pv-named", "5Gi", "", corev1.PersistentVolumeReclaimRetain)
 		createClaim(t, client, "named", "1Gi", ptr.To(""), "pv-named")
-		claim := waitClaim(t, client, "named", func(c *corev1.PersistentVolumeClaim) bool { return c.Status.Phase == corev1.ClaimBound })
+		claim := controllertest.WaitClaim(t, client, "app", "named", func(c *corev1.PersistentVolumeClaim) bool { return c.Status.Phase == corev1.ClaimBound })
 		if claim.Spec.VolumeName != "pv-named" || claim.Annotations[volume.AnnBoundByController] != "" {
 			t.Fatalf("claim %q annotations %v: want pv-named, bound by the user", claim.Spec.VolumeName, claim.Annotations)
 		}
@@ -91,8 +89,8 @@ func TestBinding(t *testing.T) {
 		}
 		createVolume(t, client, "pv-local", "1Gi", "local", corev1.PersistentVolumeReclaimRetain)
 		claim := createClaim(t, client, "late", "1Gi", ptr.To("local"), "")
-		waitEvent(t, client, "late", "WaitForFirstConsumer", "waiting for first consumer to be created before binding")
-		waitVolume(t, client, "pv-local", func(pv *corev1.PersistentVolume) bool { return pv.Status.Phase == corev1.VolumeAvailable })
+		controllertest.WaitEvent(t, client, "app", "late", "persistentvolume-controller", "WaitForFirstConsumer", "waiting for first consumer to be created before binding")
+		controllertest.WaitVolume(t, client, "pv-local", func(pv *corev1.PersistentVolume) bool { return pv.Status.Phase == corev1.VolumeAvailable })
 		if pv, _ := client.CoreV1().PersistentVolumes().Get(ctx, "pv-local", metav1.GetOptions{}); pv.Spec.ClaimRef != nil {
 			t.Fatalf("a WaitForFirstConsumer claim was bound before any pod was scheduled: %+v", pv.Spec.ClaimRef)
 		}
@@ -106,7 +104,7 @@ func TestBinding(t *testing.T) {
 		if _, err := client.CoreV1().PersistentVolumes().Update(ctx, reserved, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		bound := waitClaim(t, client, "late", func(c *corev1.PersistentVolumeClaim) bool { return c.Status.Phase == corev1.ClaimBound })
+		bound := controllertest.WaitClaim(t, client, "app", "late", func(c *corev1.PersistentVolumeClaim) bool { return c.Status.Phase == corev1.ClaimBound })
 		if bound.Spec.VolumeName != "pv-local" {
 			t.Fatalf("claim bound to %q, want pv-local", bound.Spec.VolumeName)
 		}
@@ -115,12 +113,12 @@ func TestBinding(t *testing.T) {
 	t.Run("default class given retroactively", func(t *testing.T) {
 		// No default class yet: the claim keeps a nil class.
 		createClaim(t, client, "classless", "500Gi", nil, "") // larger than every volume
-		waitEvent(t, client, "classless", "FailedBinding", "no persistent volumes available for this claim and no storage class is set")
+		controllertest.WaitEvent(t, client, "app", "classless", "persistentvolume-controller", "FailedBinding", "no persistent volumes available for this claim and no storage class is set")
 		if _, err := client.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "default",
 			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}}, Provisioner: "example.com/none"}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitClaim(t, client, "classless", func(c *corev1.PersistentVolumeClaim) bool {
+		controllertest.WaitClaim(t, client, "app", "classless", func(c *corev1.PersistentVolumeClaim) bool {
 			return c.Spec.StorageClassName != nil && *c.Spec.StorageClassName == "default"
 		})
 		if err := client.StorageV1().StorageClasses().Delete(ctx, "default", metav1.DeleteOptions{}); err != nil {
@@ -134,12 +132,12 @@ func TestBinding(t *testing.T) {
 		createClaim(t, client, "keep", "7Gi", ptr.To("keep"), "")
 		createClaim(t, client, "drop", "7Gi", ptr.To("drop"), "")
 		for _, name := range []string{"keep", "drop"} {
-			waitClaim(t, client, name, func(c *corev1.PersistentVolumeClaim) bool { return c.Status.Phase == corev1.ClaimBound })
+			controllertest.WaitClaim(t, client, "app", name, func(c *corev1.PersistentVolumeClaim) bool { return c.Status.Phase == corev1.ClaimBound })
 			if err := client.CoreV1().PersistentVolumeClaims("app").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		waitVolume(t, client, "pv-keep", func(pv *corev1.PersistentVolume) bool { return pv.Status.Phase == corev1.VolumeReleased })
+		controllertest.WaitVolume(t, client, "pv-keep", func(pv *corev1.PersistentVolume) bool { return pv.Status.Phase == corev1.VolumeReleased })
 		envtest.EventuallyTrue(t, "pv-drop to be deleted", func() bool {
 			_, err := client.CoreV1().PersistentVolumes().Get(ctx, "pv-drop", metav1.GetOptions{})
 			return apierrors.IsNotFound(err)
@@ -170,42 +168,4 @@ func createClaim(t *testing.T, client kubernetes.Interface, name, size string, c
 		t.Fatal(err)
 	}
 	return created
-}
-
-func waitClaim(t *testing.T, client kubernetes.Interface, name string, ok func(*corev1.PersistentVolumeClaim) bool) *corev1.PersistentVolumeClaim {
-	t.Helper()
-	var claim *corev1.PersistentVolumeClaim
-	envtest.EventuallyTrue(t, "claim "+name, func() bool {
-		var err error
-		claim, err = client.CoreV1().PersistentVolumeClaims("app").Get(t.Context(), name, metav1.GetOptions{})
-		return err == nil && ok(claim)
-	})
-	return claim
-}
-
-func waitVolume(t *testing.T, client kubernetes.Interface, name string, ok func(*corev1.PersistentVolume) bool) *corev1.PersistentVolume {
-	t.Helper()
-	var pv *corev1.PersistentVolume
-	envtest.EventuallyTrue(t, "volume "+name, func() bool {
-		var err error
-		pv, err = client.CoreV1().PersistentVolumes().Get(t.Context(), name, metav1.GetOptions{})
-		return err == nil && ok(pv)
-	})
-	return pv
-}
-
-func waitEvent(t *testing.T, client kubernetes.Interface, object, reason, message string) {
-	t.Helper()
-	envtest.EventuallyTrue(t, "event "+reason+" on "+object, func() bool {
-		list, err := client.CoreV1().Events("app").List(context.Background(), metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", object).String()})
-		if err != nil {
-			return false
-		}
-		for _, e := range list.Items {
-			if e.Reason == reason && e.Message == message && e.Source.Component == "persistentvolume-controller" {
-				return true
-			}
-		}
-		return false
-	})
 }
