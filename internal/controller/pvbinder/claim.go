@@ -105,7 +105,8 @@ func (c *Controller) unscheduledPodsUsing(claim *corev1.PersistentVolumeClaim) [
 }
 
 // leaveToProvisioner hands a claim no volume fits to its class's external
-// provisioner (orch provisions nothing itself).
+// provisioner (the binder provisions nothing itself; orch's own local-path
+// provisioner, internal/controller/localpath, is one such).
 func (c *Controller) leaveToProvisioner(ctx context.Context, claim *corev1.PersistentVolumeClaim, className string) error {
 	class, err := c.classes.Get(className)
 	if err != nil {
