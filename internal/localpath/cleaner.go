@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"orch/internal/volumeprotection"
 	"orch/internal/worker"
 )
 
@@ -173,7 +174,7 @@ func (c *Cleaner) dropFinalizer(ctx context.Context, pv *corev1.PersistentVolume
 	if latest.UID != pv.UID || !slices.Contains(latest.Finalizers, Finalizer) {
 		return nil
 	}
-	latest.Finalizers = slices.DeleteFunc(latest.Finalizers, func(f string) bool { return f == Finalizer })
+	volumeprotection.SetFinalizer(latest, Finalizer, false)
 	_, err = c.client.CoreV1().PersistentVolumes().Update(ctx, latest, metav1.UpdateOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
